@@ -1,0 +1,1 @@
+"""Temporal activities: thin adapters from one payload to one engine call."""

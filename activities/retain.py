@@ -1,0 +1,141 @@
+"""Retain activities: each takes one payload and calls one engine step."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from concurrent.futures import Executor
+
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from engine.db import Pool
+from engine.embedding import Embedder
+from engine.errors import ExtractionFailed, InvalidInput
+from engine.extraction.llm import LLMExtractor
+from engine.extraction.local import LocalExtractor
+from engine.llm import LLMRequestError
+from engine.retain.links import link_staged
+from engine.retain.payloads import (
+    ChunkJob,
+    DocumentBatch,
+    ExtractionBatch,
+    LinkOptions,
+    OperationUpdate,
+    RetainPlan,
+    StagedFacts,
+    UpsertDocument,
+    UpsertResult,
+)
+from engine.retain.plan import plan_documents
+from engine.retain.resolve import resolve_staged_entities
+from engine.retain.staging import chunk_as_fact, embed_staged, stage_extracted
+from engine.retain.upsert import upsert_document
+from engine.store.operations import update_operation
+from engine.types import ExtractedFact, ItemContext
+
+
+class RetainActivities:
+    def __init__(
+        self,
+        pool: Pool,
+        embedder: Embedder,
+        cpu: Executor,
+        local: LocalExtractor,
+        llm: LLMExtractor | None,
+    ) -> None:
+        self._pool = pool
+        self._embedder = embedder
+        self._cpu = cpu
+        self._local = local
+        self._llm = llm
+
+    @activity.defn
+    async def plan_retain(self, batch: DocumentBatch) -> RetainPlan:
+        async with self._pool.acquire() as conn:
+            return await plan_documents(
+                conn, batch.bank_id, batch.operation_id, batch.documents, batch.options.chunk_size
+            )
+
+    @activity.defn
+    async def extract_facts(self, batch: ExtractionBatch) -> StagedFacts:
+        extract = self._extractor(batch.extraction_mode)
+        try:
+            async with self._pool.acquire() as conn:
+                return await stage_extracted(conn, batch, extract)
+        except LLMRequestError as exc:
+            if not exc.retryable:
+                raise ApplicationError(
+                    str(exc), type="LLMRequestError", non_retryable=True
+                ) from exc
+            raise
+        except ExtractionFailed as exc:
+            # Retried by policy (a model may answer validly next time); reported when spent.
+            raise ApplicationError(str(exc), type="ExtractionFailed") from exc
+
+    def _extractor(self, mode: str) -> ChunkExtractorFn:
+        if mode == "none":
+            return _none_extract
+        if mode == "llm":
+            llm = self._llm
+            if llm is None:
+                raise ApplicationError(
+                    "extraction_mode is 'llm' but no LLM is configured (set ENGRAM_LLM_API_KEY)",
+                    type="InvalidInput",
+                    non_retryable=True,
+                )
+
+            async def llm_extract(chunk: ChunkJob, item: ItemContext) -> list[ExtractedFact]:
+                return await llm.extract(chunk.text, item)
+
+            return llm_extract
+        local = self._local
+        cpu = self._cpu
+
+        async def local_extract(chunk: ChunkJob, item: ItemContext) -> list[ExtractedFact]:
+            loop = asyncio.get_running_loop()
+            return await loop.run_in_executor(cpu, local.extract, chunk.text, item)
+
+        return local_extract
+
+    @activity.defn
+    async def embed_facts(self, staged: StagedFacts) -> int:
+        async with self._pool.acquire() as conn:
+            return await embed_staged(conn, self._embedder, self._cpu, staged)
+
+    @activity.defn
+    async def resolve_entities(self, staged: StagedFacts) -> int:
+        async with self._pool.acquire() as conn, conn.transaction():
+            return await resolve_staged_entities(conn, staged)
+
+    @activity.defn
+    async def link_facts(self, options: LinkOptions) -> int:
+        async with self._pool.acquire() as conn:
+            return await link_staged(conn, options)
+
+    @activity.defn
+    async def upsert_document(self, job: UpsertDocument) -> UpsertResult:
+        try:
+            async with self._pool.acquire() as conn:
+                return await upsert_document(conn, job)
+        except InvalidInput as exc:
+            raise ApplicationError(str(exc), type="InvalidInput", non_retryable=True) from exc
+
+    @activity.defn
+    async def update_operation(self, update: OperationUpdate) -> None:
+        async with self._pool.acquire() as conn:
+            await update_operation(
+                conn,
+                update.operation_id,
+                update.status,
+                dict(update.progress),
+                dict(update.result) if update.result is not None else None,
+                update.error,
+            )
+
+
+async def _none_extract(chunk: ChunkJob, item: ItemContext) -> list[ExtractedFact]:
+    return [chunk_as_fact(chunk)]
+
+
+ChunkExtractorFn = Callable[[ChunkJob, ItemContext], Awaitable[list[ExtractedFact]]]

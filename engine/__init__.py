@@ -1,0 +1,1 @@
+"""The memory itself: plain async Python over asyncpg. Never imports temporalio or starlette."""

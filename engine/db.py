@@ -1,0 +1,129 @@
+"""Connection pool and schema migrations.
+
+Migrations are numbered plain `.sql` files in `engine/migrations/`, applied in order inside
+one transaction each and recorded in `schema_migrations`. A transaction-level advisory lock
+serialises concurrent starters, so two processes starting at once apply each file once.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from importlib import resources
+from typing import TYPE_CHECKING, TypeAlias
+
+import asyncpg
+from pgvector.asyncpg import register_vector
+
+from engine.errors import ConfigurationError
+
+# Arbitrary constant: the advisory-lock key all Engram processes agree on for migrations.
+MIGRATION_LOCK_KEY = 0x656E6772616D  # "engram"
+_MIGRATION_NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
+
+if TYPE_CHECKING:
+    from asyncpg.pool import PoolConnectionProxy
+
+    # What engine functions accept: a plain connection or one borrowed from a pool.
+    Connection: TypeAlias = asyncpg.Connection[asyncpg.Record] | PoolConnectionProxy[asyncpg.Record]
+    Pool: TypeAlias = asyncpg.Pool[asyncpg.Record]
+else:
+    Connection = asyncpg.Connection
+    Pool = asyncpg.Pool
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: int
+    name: str
+    sql: str
+
+
+def load_migrations() -> list[Migration]:
+    found: list[Migration] = []
+    for entry in resources.files("engine.migrations").iterdir():
+        match = _MIGRATION_NAME.match(entry.name)
+        if match:
+            found.append(Migration(int(match.group(1)), entry.name, entry.read_text()))
+    found.sort(key=lambda m: m.version)
+    return found
+
+
+async def _init_connection(conn: asyncpg.Connection) -> None:
+    await register_vector(conn)
+    await conn.set_type_codec(
+        "jsonb", encoder=_json_dumps, decoder=_json_loads, schema="pg_catalog"
+    )
+
+
+def _json_dumps(value: object) -> str:
+    return json.dumps(value, separators=(",", ":"), default=str)
+
+
+def _json_loads(value: str) -> object:
+    return json.loads(value)
+
+
+async def create_pool(dsn: str, *, min_size: int = 1, max_size: int = 10) -> Pool:
+    """A pool whose connections know the vector and jsonb codecs.
+
+    The schema must exist first (the vector type is looked up per connection), so callers run
+    `migrate` on a plain connection before opening the pool.
+    """
+    pool = await asyncpg.create_pool(
+        dsn, min_size=min_size, max_size=max_size, init=_init_connection, command_timeout=60
+    )
+    assert pool is not None
+    return pool
+
+
+async def migrate(dsn: str, embedding_dim: int) -> list[str]:
+    """Apply pending migrations; return the names applied. Safe to run concurrently."""
+    conn = await asyncpg.connect(dsn)
+    applied: list[str] = []
+    try:
+        async with conn.transaction():
+            await conn.execute("SELECT pg_advisory_xact_lock($1)", MIGRATION_LOCK_KEY)
+            await conn.execute(
+                "CREATE TABLE IF NOT EXISTS schema_migrations ("
+                " version integer PRIMARY KEY, name text NOT NULL,"
+                " applied_at timestamptz NOT NULL DEFAULT now())"
+            )
+            done = {r["version"] for r in await conn.fetch("SELECT version FROM schema_migrations")}
+            for migration in load_migrations():
+                if migration.version in done:
+                    continue
+                await conn.execute(migration.sql.replace("{embedding_dim}", str(embedding_dim)))
+                await conn.execute(
+                    "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)",
+                    migration.version,
+                    migration.name,
+                )
+                applied.append(migration.name)
+            await _check_embedding_dim(conn, embedding_dim)
+    finally:
+        await conn.close()
+    return applied
+
+
+async def _check_embedding_dim(conn: asyncpg.Connection, embedding_dim: int) -> None:
+    stored = await conn.fetchval("SELECT value FROM engram_meta WHERE key = 'embedding_dim'")
+    if stored is None:
+        await conn.execute(
+            "INSERT INTO engram_meta (key, value) VALUES ('embedding_dim', $1)", str(embedding_dim)
+        )
+    elif int(stored) != embedding_dim:
+        raise ConfigurationError(
+            f"the database stores {stored}-dimensional embeddings but the configured model "
+            f"produces {embedding_dim}; use the original model or a new database"
+        )
+
+
+async def pending_migrations(conn: Connection) -> list[str]:
+    """Names of migrations not yet applied (for /ready)."""
+    exists = await conn.fetchval("SELECT to_regclass('schema_migrations') IS NOT NULL")
+    done: set[int] = set()
+    if exists:
+        done = {r["version"] for r in await conn.fetch("SELECT version FROM schema_migrations")}
+    return [m.name for m in load_migrations() if m.version not in done]

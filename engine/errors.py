@@ -1,0 +1,44 @@
+"""The error hierarchy the engine raises; `server/` maps it to HTTP, `activities/` to retries."""
+
+
+class EngramError(Exception):
+    """Base of every error Engram raises on purpose."""
+
+
+class InvalidInput(EngramError):
+    """The caller sent something unusable; `field` names the offending input."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message
+
+
+class NotFound(EngramError):
+    """The named thing does not exist."""
+
+    def __init__(self, what: str, key: str) -> None:
+        super().__init__(f"{what} not found: {key}")
+        self.what = what
+        self.key = key
+
+
+class Conflict(EngramError):
+    """The request contradicts existing state (e.g. an operation id reused for other work)."""
+
+
+class ConfigurationError(EngramError):
+    """Settings that cannot work together (e.g. an embedding model whose dimension
+    differs from the one the database was created with)."""
+
+
+class ExtractionFailed(EngramError):
+    """An extractor could not produce valid facts after repair and retries."""
+
+
+class OperationFailed(EngramError):
+    """Asynchronous work ran and failed after its retries; the operation record has why."""
+
+    def __init__(self, operation_id: str, reason: str) -> None:
+        super().__init__(reason)
+        self.operation_id = operation_id

@@ -1,0 +1,1 @@
+"""Fact extraction providers: `llm`, `local` and `none`."""

@@ -1,0 +1,1 @@
+"""The write path: chunk, extract, embed, resolve entities, link, upsert by document."""

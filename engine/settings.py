@@ -1,0 +1,108 @@
+"""One frozen Settings per process, built from the environment in `main()` and passed down."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from engine.errors import ConfigurationError
+
+DEFAULT_API_PORT = 8888
+DEFAULT_TEMPORAL_PORT = 7233
+DEFAULT_TEMPORAL_UI_PORT = 8233
+DEFAULT_WORKER_METRICS_PORT = 9091
+
+
+def _int(env: Mapping[str, str], name: str, default: int) -> int:
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        return int(raw)
+    except ValueError as exc:
+        raise ConfigurationError(f"{name} must be an integer, got {raw!r}") from exc
+
+
+@dataclass(frozen=True)
+class LLMSettings:
+    """An OpenAI-compatible endpoint. `api_key` empty means no LLM: local paths are used."""
+
+    api_key: str = ""
+    base_url: str = ""
+    model: str = "gpt-4o-mini"
+    timeout_s: float = 60.0
+
+    @property
+    def configured(self) -> bool:
+        return bool(self.api_key)
+
+
+@dataclass(frozen=True)
+class Settings:
+    home: Path
+    database_url: str = ""  # empty: the embedded PostgreSQL under `home`
+    temporal_address: str = ""  # empty: the embedded Temporal dev server
+    temporal_namespace: str = "default"
+    task_queue: str = "engram"
+    api_host: str = "127.0.0.1"
+    api_port: int = DEFAULT_API_PORT
+    temporal_port: int = DEFAULT_TEMPORAL_PORT
+    temporal_ui_port: int = DEFAULT_TEMPORAL_UI_PORT
+    worker_metrics_port: int = DEFAULT_WORKER_METRICS_PORT
+    embedding_model: str = "minilm"
+    extraction_mode: str = ""  # empty: "llm" when an LLM key is set, else "local"
+    llm: LLMSettings = field(default_factory=LLMSettings)
+    db_pool_max: int = 10
+
+    @property
+    def default_extraction_mode(self) -> str:
+        if self.extraction_mode:
+            return self.extraction_mode
+        return "llm" if self.llm.configured else "local"
+
+    @property
+    def embedded_postgres(self) -> bool:
+        return not self.database_url
+
+    @property
+    def embedded_temporal(self) -> bool:
+        return not self.temporal_address
+
+    @property
+    def resolved_temporal_address(self) -> str:
+        return self.temporal_address or f"127.0.0.1:{self.temporal_port}"
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
+        env = os.environ if env is None else env
+        mode = env.get("ENGRAM_EXTRACTION_MODE", "")
+        if mode not in ("", "llm", "local", "none"):
+            raise ConfigurationError(
+                f"ENGRAM_EXTRACTION_MODE must be llm, local or none, got {mode!r}"
+            )
+        llm = LLMSettings(
+            api_key=env.get("ENGRAM_LLM_API_KEY", env.get("OPENAI_API_KEY", "")),
+            base_url=env.get("ENGRAM_LLM_BASE_URL", env.get("OPENAI_BASE_URL", "")),
+            model=env.get("ENGRAM_LLM_MODEL", "gpt-4o-mini"),
+            timeout_s=float(_int(env, "ENGRAM_LLM_TIMEOUT", 60)),
+        )
+        return cls(
+            home=Path(env.get("ENGRAM_HOME", ".engram")).expanduser().absolute(),
+            database_url=env.get("ENGRAM_DATABASE_URL", ""),
+            temporal_address=env.get("ENGRAM_TEMPORAL_ADDRESS", ""),
+            temporal_namespace=env.get("ENGRAM_TEMPORAL_NAMESPACE", "default"),
+            task_queue=env.get("ENGRAM_TASK_QUEUE", "engram"),
+            api_host=env.get("ENGRAM_API_HOST", "127.0.0.1"),
+            api_port=_int(env, "ENGRAM_API_PORT", DEFAULT_API_PORT),
+            temporal_port=_int(env, "ENGRAM_TEMPORAL_PORT", DEFAULT_TEMPORAL_PORT),
+            temporal_ui_port=_int(env, "ENGRAM_TEMPORAL_UI_PORT", DEFAULT_TEMPORAL_UI_PORT),
+            worker_metrics_port=_int(
+                env, "ENGRAM_WORKER_METRICS_PORT", DEFAULT_WORKER_METRICS_PORT
+            ),
+            embedding_model=env.get("ENGRAM_EMBEDDING_MODEL", "minilm"),
+            extraction_mode=mode,
+            llm=llm,
+            db_pool_max=_int(env, "ENGRAM_DB_POOL_MAX", 10),
+        )

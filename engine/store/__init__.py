@@ -1,0 +1,1 @@
+"""SQL over asyncpg, one module per table family."""

@@ -1,0 +1,1 @@
+"""The `engram` command: the stack supervisor and the command-line client."""

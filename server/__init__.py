@@ -1,0 +1,1 @@
+"""The Starlette HTTP server: Hindsight v1 wire format, recall straight from PostgreSQL."""

@@ -1,0 +1,121 @@
+"""The Starlette application, wired explicitly: routes, middleware, lifespan."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from engine.db import Pool, pending_migrations
+from server.errors import EXCEPTION_HANDLERS
+from server.metrics import HTTPMetrics, MetricsMiddleware, PoolCollector
+from server.routes import api_routes
+from server.services import Services
+
+ENGRAM_VERSION = "0.1.0"
+ServicesFactory = Callable[[], AbstractAsyncContextManager[Services]]
+
+
+async def health(request: Request) -> Response:
+    return JSONResponse({"status": "healthy"})
+
+
+async def ready(request: Request) -> Response:
+    """200 only when the database answers, migrations are applied and Temporal answers."""
+    services: Services | None = getattr(request.app.state, "services", None)
+    checks: dict[str, str] = {}
+    if services is None:
+        return JSONResponse({"status": "starting", "checks": checks}, status_code=503)
+    try:
+        async with services.pool.acquire() as conn:
+            pending = await pending_migrations(conn)
+        checks["database"] = "ok" if not pending else f"pending migrations: {', '.join(pending)}"
+    except (OSError, RuntimeError) as exc:
+        checks["database"] = f"unreachable: {exc}"
+    try:
+        await services.temporal.service_client.check_health()
+        checks["temporal"] = "ok"
+    except (OSError, RuntimeError) as exc:
+        checks["temporal"] = f"unreachable: {exc}"
+    ok = all(value == "ok" for value in checks.values())
+    return JSONResponse(
+        {"status": "ready" if ok else "not ready", "checks": checks},
+        status_code=200 if ok else 503,
+    )
+
+
+FEATURES = (
+    "observations",
+    "mcp",
+    "worker",
+    "bank_config_api",
+    "bank_llm_health",
+    "file_upload_api",
+    "document_export_api",
+    "document_import_api",
+    "audit_log",
+    "llm_trace",
+    "store_document_text",
+)
+SUPPORTED = {"worker", "bank_config_api", "store_document_text"}
+
+
+async def version(request: Request) -> Response:
+    return JSONResponse(
+        {
+            "api_version": "v1",
+            "engram_version": ENGRAM_VERSION,
+            "features": {name: name in SUPPORTED for name in FEATURES},
+        }
+    )
+
+
+async def live(request: Request) -> Response:
+    uptime = time.monotonic() - request.app.state.started
+    return JSONResponse({"status": "alive", "version": ENGRAM_VERSION, "uptime_seconds": uptime})
+
+
+def create_app(open_services: ServicesFactory) -> Starlette:
+    registry = CollectorRegistry()
+    metrics = HTTPMetrics(registry)
+
+    async def metrics_endpoint(request: Request) -> Response:
+        return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
+
+    routes: list[BaseRoute] = [
+        Route("/health", health, methods=["GET"]),
+        Route("/ready", ready, methods=["GET"]),
+        Route("/health/live", live, methods=["GET"]),
+        Route("/health/ready", ready, methods=["GET"]),
+        Route("/version", version, methods=["GET"]),
+        Route("/metrics", metrics_endpoint, methods=["GET"]),
+        *api_routes(),
+    ]
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        async with open_services() as services:
+            app.state.services = services
+            yield
+
+    app = Starlette(
+        routes=routes,
+        middleware=[Middleware(MetricsMiddleware, metrics=metrics, routes=routes)],
+        exception_handlers=EXCEPTION_HANDLERS,
+        lifespan=lifespan,
+    )
+
+    def current_pool() -> Pool | None:
+        services: Services | None = getattr(app.state, "services", None)
+        return None if services is None else services.pool
+
+    registry.register(PoolCollector(current_pool))
+    app.state.started = time.monotonic()
+    return app

@@ -1,0 +1,84 @@
+"""Small request/response helpers shared by the route modules."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+
+from engine.errors import InvalidInput
+from server.services import Services
+
+Model = TypeVar("Model", bound=BaseModel)
+
+MAX_PAGE = 1000
+
+
+def services_of(request: Request) -> Services:
+    services: Services = request.app.state.services
+    return services
+
+
+async def parse_body(request: Request, model: type[Model]) -> Model:
+    """The JSON body validated against `model`; an empty body counts as `{}`."""
+    raw = await request.body()
+    if not raw.strip():
+        data: Any = {}
+    else:
+        try:
+            data = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise InvalidInput("body", f"is not valid JSON ({exc.msg} at {exc.pos})") from exc
+    if not isinstance(data, dict):
+        raise InvalidInput("body", "must be a JSON object")
+    return model.model_validate(data)
+
+
+def path_param(request: Request, name: str) -> str:
+    value: str = request.path_params[name]
+    return value
+
+
+def int_param(request: Request, name: str, default: int, low: int = 0, high: int = MAX_PAGE) -> int:
+    raw = request.query_params.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError as exc:
+        raise InvalidInput(name, "must be an integer") from exc
+    if not low <= value <= high:
+        raise InvalidInput(name, f"must be between {low} and {high}")
+    return value
+
+
+def bool_param(request: Request, name: str, default: bool = False) -> bool:
+    raw = request.query_params.get(name)
+    if raw is None or raw == "":
+        return default
+    if raw.lower() in ("true", "1", "yes"):
+        return True
+    if raw.lower() in ("false", "0", "no"):
+        return False
+    raise InvalidInput(name, "must be true or false")
+
+
+def choice_param(request: Request, name: str, choices: tuple[str, ...]) -> str | None:
+    raw = request.query_params.get(name)
+    if raw is None or raw == "":
+        return None
+    if raw not in choices:
+        raise InvalidInput(name, f"must be one of {', '.join(choices)}")
+    return raw
+
+
+def iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value is not None else None
+
+
+def json_response(body: Any, status_code: int = 200) -> JSONResponse:
+    return JSONResponse(body, status_code=status_code)

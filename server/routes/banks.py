@@ -1,0 +1,204 @@
+"""Banks: list, create or update, profile, stats, config, delete."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from engine.errors import InvalidInput
+from engine.store.banks import (
+    Bank,
+    BankConfig,
+    bank_stats,
+    delete_bank,
+    get_bank,
+    list_banks,
+    put_bank,
+    reset_bank_config,
+)
+from server.http import int_param, iso, json_response, parse_body, path_param, services_of
+from server.schemas import BankIn, ConfigPatchIn
+
+# Hindsight's extraction modes mapped to ours: verbatim modes store chunks as they are; the
+# others are LLM styles, which fall back to the server default (llm with a key, else local).
+HINDSIGHT_MODES = {"verbatim": "none", "chunks": "none", "concise": "", "verbose": "", "custom": ""}
+
+
+def disposition_json(bank: Bank) -> dict[str, int]:
+    d = bank.config.disposition
+    return {"skepticism": d.skepticism, "literalism": d.literalism, "empathy": d.empathy}
+
+
+def profile_json(bank: Bank) -> dict[str, Any]:
+    return {
+        "bank_id": bank.bank_id,
+        "name": bank.name,
+        "mission": bank.mission,
+        "background": bank.mission,
+        "disposition": disposition_json(bank),
+        "config": bank.config.to_json(),
+        "created_at": iso(bank.created_at),
+        "updated_at": iso(bank.updated_at),
+    }
+
+
+def config_changes(body: BankIn) -> dict[str, Any]:
+    changes: dict[str, Any] = {}
+    disposition: dict[str, int] = {}
+    if body.disposition is not None:
+        disposition.update(body.disposition.model_dump(exclude_none=True))
+    for trait in ("skepticism", "literalism", "empathy"):
+        value = getattr(body, f"disposition_{trait}")
+        if value is not None:
+            disposition[trait] = value
+    if disposition:
+        changes["disposition"] = disposition
+    if body.retain_extraction_mode is not None:
+        if body.retain_extraction_mode not in HINDSIGHT_MODES:
+            raise InvalidInput(
+                "retain_extraction_mode", f"must be one of {', '.join(HINDSIGHT_MODES)}"
+            )
+        changes["extraction_mode"] = HINDSIGHT_MODES[body.retain_extraction_mode]
+    if body.extraction_mode is not None:
+        changes["extraction_mode"] = body.extraction_mode
+    chunk_size = body.chunk_size or body.retain_chunk_size
+    if chunk_size is not None:
+        changes["chunk_size"] = chunk_size
+    for key in (
+        "retain_mission",
+        "enable_observations",
+        "enable_entity_links",
+        "enable_semantic_links",
+        "enable_temporal_links",
+        "enable_causal_links",
+        "directives",
+    ):
+        value = getattr(body, key)
+        if value is not None:
+            changes[key] = value
+    return changes
+
+
+async def put(request: Request) -> Response:
+    bank_id = path_param(request, "bank_id")
+    body = await parse_body(request, BankIn)
+    mission = body.mission if body.mission is not None else body.reflect_mission
+    if mission is None:
+        mission = body.background
+    async with services_of(request).pool.acquire() as conn:
+        bank = await put_bank(
+            conn, bank_id, name=body.name, mission=mission, config_changes=config_changes(body)
+        )
+    return json_response(profile_json(bank))
+
+
+async def profile(request: Request) -> Response:
+    async with services_of(request).pool.acquire() as conn:
+        bank = await get_bank(conn, path_param(request, "bank_id"))
+    return json_response(profile_json(bank))
+
+
+async def list_all(request: Request) -> Response:
+    limit = int_param(request, "limit", 100)
+    offset = int_param(request, "offset", 0, high=10**9)
+    async with services_of(request).pool.acquire() as conn:
+        banks = await list_banks(conn)
+    page = banks[offset : offset + limit]
+    return json_response(
+        {
+            "banks": [
+                {
+                    "bank_id": b.bank_id,
+                    "name": b.name,
+                    "mission": b.mission,
+                    "disposition": disposition_json(b),
+                    "created_at": iso(b.created_at),
+                    "updated_at": iso(b.updated_at),
+                }
+                for b in page
+            ],
+            "total": len(banks),
+            "limit": limit,
+            "offset": offset,
+        }
+    )
+
+
+async def delete(request: Request) -> Response:
+    bank_id = path_param(request, "bank_id")
+    async with services_of(request).pool.acquire() as conn:
+        await delete_bank(conn, bank_id)
+    return json_response({"success": True, "message": f"bank {bank_id} deleted"})
+
+
+async def stats(request: Request) -> Response:
+    bank_id = path_param(request, "bank_id")
+    async with services_of(request).pool.acquire() as conn:
+        await get_bank(conn, bank_id)
+        s = await bank_stats(conn, bank_id)
+    return json_response(
+        {
+            "bank_id": bank_id,
+            "total_nodes": s.facts + s.observations,
+            "total_links": s.links,
+            "total_documents": s.documents,
+            "total_entities": s.entities,
+            "total_observations": s.observations,
+            "nodes_by_fact_type": {},
+            "links_by_link_type": {},
+            "links_by_fact_type": {},
+            "links_breakdown": {},
+            "pending_operations": 0,
+            "failed_operations": 0,
+        }
+    )
+
+
+def config_json(bank: Bank) -> dict[str, Any]:
+    overrides = bank.config.to_json()
+    defaults = BankConfig().to_json()
+    return {
+        "bank_id": bank.bank_id,
+        "config": overrides,
+        "overrides": {k: v for k, v in overrides.items() if defaults.get(k) != v},
+    }
+
+
+async def get_config(request: Request) -> Response:
+    async with services_of(request).pool.acquire() as conn:
+        bank = await get_bank(conn, path_param(request, "bank_id"))
+    return json_response(config_json(bank))
+
+
+async def patch_config(request: Request) -> Response:
+    body = await parse_body(request, ConfigPatchIn)
+    patch = BankIn.model_validate(body.updates)
+    async with services_of(request).pool.acquire() as conn:
+        bank = await put_bank(
+            conn, path_param(request, "bank_id"), config_changes=config_changes(patch)
+        )
+    return json_response(config_json(bank))
+
+
+async def reset_config(request: Request) -> Response:
+    bank_id = path_param(request, "bank_id")
+    async with services_of(request).pool.acquire() as conn:
+        bank = await reset_bank_config(conn, bank_id)
+    return json_response(config_json(bank))
+
+
+def routes() -> list[Route]:
+    base = "/v1/default/banks"
+    return [
+        Route(base, list_all, methods=["GET"]),
+        Route(base + "/{bank_id}", put, methods=["PUT", "PATCH"]),
+        Route(base + "/{bank_id}", delete, methods=["DELETE"]),
+        Route(base + "/{bank_id}/profile", profile, methods=["GET"]),
+        Route(base + "/{bank_id}/stats", stats, methods=["GET"]),
+        Route(base + "/{bank_id}/config", get_config, methods=["GET"]),
+        Route(base + "/{bank_id}/config", patch_config, methods=["PATCH"]),
+        Route(base + "/{bank_id}/config", reset_config, methods=["DELETE"]),
+    ]

@@ -1,0 +1,314 @@
+"""Documents, chunks, memories and entities: the read side of what retain stored."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from engine.errors import InvalidInput
+from engine.store.banks import get_bank
+from engine.store.documents import (
+    ChunkRow,
+    delete_document,
+    get_chunk,
+    get_document,
+    list_chunks,
+    list_documents,
+)
+from engine.store.memories import (
+    TIME_FIELDS,
+    Memory,
+    MemoryFilter,
+    TagsMatch,
+    clear_memories,
+    get_entity,
+    get_memory,
+    list_entities,
+    list_memories,
+    memory_links,
+)
+from server.http import choice_param, int_param, iso, json_response, path_param, services_of
+
+FACT_TYPES = ("world", "experience", "observation")
+TAG_MODES = ("any", "all", "any_strict", "all_strict", "exact")
+
+
+def _date_param(request: Request, name: str) -> datetime | None:
+    raw = request.query_params.get(name)
+    if not raw:
+        return None
+    try:
+        value = datetime.fromisoformat(raw.replace("Z", "+00:00"))
+    except ValueError as exc:
+        raise InvalidInput(name, f"is not an ISO-8601 date or datetime: {raw!r}") from exc
+    return value if value.tzinfo else value.replace(tzinfo=datetime.now().astimezone().tzinfo)
+
+
+def memory_item(memory: Memory) -> dict[str, Any]:
+    """A MemoryUnitListItem: `entities` is a comma-separated string on this route."""
+    return {
+        "id": memory.id,
+        "text": memory.text,
+        "context": memory.context,
+        "date": iso(memory.occurred_start or memory.mentioned_at) or "",
+        "fact_type": memory.fact_type,
+        "document_id": memory.document_id,
+        "chunk_id": memory.chunk_id,
+        "mentioned_at": iso(memory.mentioned_at),
+        "occurred_start": iso(memory.occurred_start),
+        "occurred_end": iso(memory.occurred_end),
+        "entities": ", ".join(memory.entities),
+        "proof_count": memory.proof_count,
+        "tags": memory.tags,
+        "metadata": memory.metadata,
+        "updated_at": iso(memory.updated_at),
+        "created_at": iso(memory.created_at),
+        "state": "valid",
+    }
+
+
+async def list_memory_route(request: Request) -> Response:
+    bank_id = path_param(request, "bank_id")
+    limit = int_param(request, "limit", 100)
+    offset = int_param(request, "offset", 0, high=10**9)
+    start = _date_param(request, "start_date")
+    end = _date_param(request, "end_date")
+    time_field = choice_param(request, "time_field", TIME_FIELDS) or "created_at"
+    tags_match: TagsMatch = choice_param(request, "tags_match", TAG_MODES) or "any"  # type: ignore[assignment]
+    where = MemoryFilter(
+        fact_type=choice_param(request, "type", FACT_TYPES),
+        document_id=request.query_params.get("document_id") or None,
+        entity_id=request.query_params.get("entity_id") or None,
+        text=request.query_params.get("q") or None,
+        tags=request.query_params.getlist("tags"),
+        tags_match=tags_match,
+        time_field=time_field,
+        start=start,
+        end=end,
+    )
+    async with services_of(request).pool.acquire() as conn:
+        await get_bank(conn, bank_id)
+        memories, total = await list_memories(conn, bank_id, where, limit, offset)
+    return json_response(
+        {
+            "items": [memory_item(m) for m in memories],
+            "total": total,
+            "limit": limit,
+            "offset": offset,
+        }
+    )
+
+
+async def get_memory_route(request: Request) -> Response:
+    bank_id = path_param(request, "bank_id")
+    memory_id = path_param(request, "memory_id")
+    async with services_of(request).pool.acquire() as conn:
+        await get_bank(conn, bank_id)
+        memory = await get_memory(conn, bank_id, memory_id)
+        links = await memory_links(conn, memory.id)
+    body = memory_item(memory)
+    body.update(
+        {
+            "bank_id": bank_id,
+            "type": memory.fact_type,
+            "entities": memory.entities,
+            "details": memory.details,
+            "links": [
+                {"memory_id": x.unit_id, "type": x.link_type, "weight": x.weight, "text": x.text}
+                for x in links
+            ],
+            "history": [],
+        }
+    )
+    return json_response(body)
+
+
+async def clear_route(request: Request) -> Response:
+    bank_id = path_param(request, "bank_id")
+    fact_type = choice_param(request, "type", FACT_TYPES)
+    async with services_of(request).pool.acquire() as conn:
+        await get_bank(conn, bank_id)
+        count = await clear_memories(conn, bank_id, fact_type)
+    return json_response({"success": True, "message": "memories cleared", "deleted_count": count})
+
+
+def chunk_json(chunk: ChunkRow) -> dict[str, Any]:
+    return {
+        "chunk_id": chunk.chunk_id,
+        "document_id": chunk.document_id,
+        "bank_id": chunk.bank_id,
+        "chunk_index": chunk.chunk_index,
+        "chunk_text": chunk.content,
+        "created_at": iso(chunk.created_at),
+    }
+
+
+async def list_documents_route(request: Request) -> Response:
+    bank_id = path_param(request, "bank_id")
+    limit = int_param(request, "limit", 100)
+    offset = int_param(request, "offset", 0, high=10**9)
+    async with services_of(request).pool.acquire() as conn:
+        await get_bank(conn, bank_id)
+        documents, total = await list_documents(
+            conn, bank_id, request.query_params.get("q") or None, limit, offset
+        )
+    return json_response(
+        {
+            "items": [
+                {
+                    "id": d.document_id,
+                    "bank_id": d.bank_id,
+                    "content_hash": d.content_hash,
+                    "created_at": iso(d.created_at),
+                    "updated_at": iso(d.updated_at),
+                    "text_length": len(d.content),
+                    "memory_unit_count": d.fact_count,
+                    "document_metadata": d.metadata,
+                    "tags": d.tags,
+                }
+                for d in documents
+            ],
+            "total": total,
+            "limit": limit,
+            "offset": offset,
+        }
+    )
+
+
+async def get_document_route(request: Request) -> Response:
+    bank_id = path_param(request, "bank_id")
+    document_id = path_param(request, "document_id")
+    async with services_of(request).pool.acquire() as conn:
+        await get_bank(conn, bank_id)
+        d = await get_document(conn, bank_id, document_id)
+        chunks, _ = await list_chunks(conn, bank_id, document_id, 1000, 0)
+        facts, _ = await list_memories(
+            conn, bank_id, MemoryFilter(document_id=document_id), 1000, 0
+        )
+    return json_response(
+        {
+            "id": d.document_id,
+            "bank_id": d.bank_id,
+            "original_text": d.content,
+            "content_hash": d.content_hash,
+            "context": d.context,
+            "created_at": iso(d.created_at),
+            "updated_at": iso(d.updated_at),
+            "mentioned_at": iso(d.mentioned_at),
+            "memory_unit_count": d.fact_count,
+            "nodes_by_fact_type": d.facts_by_type,
+            "tags": d.tags,
+            "document_metadata": d.metadata,
+            "chunks": [chunk_json(c) for c in chunks],
+            "memories": [memory_item(m) for m in facts],
+        }
+    )
+
+
+async def delete_document_route(request: Request) -> Response:
+    bank_id = path_param(request, "bank_id")
+    document_id = path_param(request, "document_id")
+    async with services_of(request).pool.acquire() as conn:
+        await get_bank(conn, bank_id)
+        removed = await delete_document(conn, bank_id, document_id)
+    return json_response(
+        {
+            "success": True,
+            "message": f"document {document_id} deleted",
+            "document_id": document_id,
+            "memory_units_deleted": removed,
+        }
+    )
+
+
+async def list_chunks_route(request: Request) -> Response:
+    bank_id = path_param(request, "bank_id")
+    limit = int_param(request, "limit", 100)
+    offset = int_param(request, "offset", 0, high=10**9)
+    async with services_of(request).pool.acquire() as conn:
+        await get_bank(conn, bank_id)
+        chunks, total = await list_chunks(
+            conn, bank_id, path_param(request, "document_id"), limit, offset
+        )
+    return json_response(
+        {"items": [chunk_json(c) for c in chunks], "total": total, "limit": limit, "offset": offset}
+    )
+
+
+async def get_chunk_route(request: Request) -> Response:
+    async with services_of(request).pool.acquire() as conn:
+        chunk = await get_chunk(conn, path_param(request, "chunk_id"))
+    return json_response(chunk_json(chunk))
+
+
+async def list_entities_route(request: Request) -> Response:
+    bank_id = path_param(request, "bank_id")
+    limit = int_param(request, "limit", 100)
+    offset = int_param(request, "offset", 0, high=10**9)
+    async with services_of(request).pool.acquire() as conn:
+        await get_bank(conn, bank_id)
+        entities, total = await list_entities(conn, bank_id, limit, offset)
+    return json_response(
+        {
+            "items": [
+                {
+                    "id": e.id,
+                    "canonical_name": e.canonical_name,
+                    "mention_count": e.mention_count,
+                    "first_seen": iso(e.first_seen),
+                    "last_seen": iso(e.last_seen),
+                    "metadata": {"kind": e.kind, "aliases": e.aliases},
+                }
+                for e in entities
+            ],
+            "total": total,
+            "limit": limit,
+            "offset": offset,
+        }
+    )
+
+
+async def get_entity_route(request: Request) -> Response:
+    bank_id = path_param(request, "bank_id")
+    entity_id = path_param(request, "entity_id")
+    async with services_of(request).pool.acquire() as conn:
+        await get_bank(conn, bank_id)
+        entity = await get_entity(conn, bank_id, entity_id)
+        facts, total = await list_memories(conn, bank_id, MemoryFilter(entity_id=entity.id), 100, 0)
+    return json_response(
+        {
+            "id": entity.id,
+            "canonical_name": entity.canonical_name,
+            "mention_count": entity.mention_count,
+            "first_seen": iso(entity.first_seen),
+            "last_seen": iso(entity.last_seen),
+            "metadata": {"kind": entity.kind, "aliases": entity.aliases},
+            "observations": [
+                {"text": m.text, "mentioned_at": iso(m.mentioned_at)}
+                for m in facts
+                if m.fact_type == "observation"
+            ],
+            "facts": [memory_item(m) for m in facts],
+            "facts_total": total,
+        }
+    )
+
+
+def routes() -> list[Route]:
+    base = "/v1/default/banks/{bank_id}"
+    return [
+        Route(base + "/memories/list", list_memory_route, methods=["GET"]),
+        Route(base + "/memories", clear_route, methods=["DELETE"]),
+        Route(base + "/memories/{memory_id}", get_memory_route, methods=["GET"]),
+        Route(base + "/documents", list_documents_route, methods=["GET"]),
+        Route(base + "/documents/{document_id}", get_document_route, methods=["GET"]),
+        Route(base + "/documents/{document_id}", delete_document_route, methods=["DELETE"]),
+        Route(base + "/documents/{document_id}/chunks", list_chunks_route, methods=["GET"]),
+        Route("/v1/default/chunks/{chunk_id}", get_chunk_route, methods=["GET"]),
+        Route(base + "/entities", list_entities_route, methods=["GET"]),
+        Route(base + "/entities/{entity_id}", get_entity_route, methods=["GET"]),
+    ]

@@ -1,0 +1,46 @@
+"""What the HTTP server talks to, opened once per process by the lifespan."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+
+from temporalio.client import Client
+
+from engine.db import Pool, create_pool, migrate
+from engine.embedding import Embedder, load_embedder
+from engine.settings import Settings
+from workflows.converter import DATA_CONVERTER
+
+# Recall's CPU work (query embedding, date parsing) runs here, off the event loop. Two threads
+# on this 2-core machine: onnxruntime runs one intra-op thread per call.
+CPU_THREADS = 2
+
+
+@dataclass
+class Services:
+    settings: Settings
+    pool: Pool
+    temporal: Client
+    embedder: Embedder
+    cpu: ThreadPoolExecutor
+
+
+@asynccontextmanager
+async def open_services(settings: Settings) -> AsyncIterator[Services]:
+    embedder = load_embedder(settings.embedding_model)
+    await migrate(settings.database_url, embedder.dimension)
+    pool = await create_pool(settings.database_url, max_size=settings.db_pool_max)
+    cpu = ThreadPoolExecutor(CPU_THREADS, thread_name_prefix="engram-cpu")
+    try:
+        temporal = await Client.connect(
+            settings.resolved_temporal_address,
+            namespace=settings.temporal_namespace,
+            data_converter=DATA_CONVERTER,
+        )
+        yield Services(settings, pool, temporal, embedder, cpu)
+    finally:
+        cpu.shutdown(wait=False, cancel_futures=True)
+        await pool.close()

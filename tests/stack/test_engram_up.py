@@ -1,0 +1,191 @@
+"""`engram up` end to end: the real entry point, embedded PostgreSQL and Temporal, a worker
+and the HTTP server as child processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.stack
+
+START_TIMEOUT_S = 150.0
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def engram_command() -> list[str]:
+    script = Path(sys.executable).parent / "engram"
+    return [str(script)] if script.exists() else [sys.executable, "-m", "engram.cli"]
+
+
+@dataclass
+class Ports:
+    api: int
+    temporal: int
+    ui: int
+    worker_metrics: int
+
+    def env(self, home: Path) -> dict[str, str]:
+        env = dict(os.environ)
+        env.update(
+            {
+                "ENGRAM_HOME": str(home),
+                "ENGRAM_API_PORT": str(self.api),
+                "ENGRAM_TEMPORAL_PORT": str(self.temporal),
+                "ENGRAM_TEMPORAL_UI_PORT": str(self.ui),
+                "ENGRAM_WORKER_METRICS_PORT": str(self.worker_metrics),
+            }
+        )
+        for name in (
+            "ENGRAM_DATABASE_URL",
+            "ENGRAM_TEMPORAL_ADDRESS",
+            "ENGRAM_LLM_API_KEY",
+            "OPENAI_API_KEY",
+        ):
+            env.pop(name, None)
+        return env
+
+
+def http(method: str, url: str, body: Any = None, timeout: float = 60) -> tuple[int, Any]:
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(
+        url, data=data, method=method, headers={"content-type": "application/json"}
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            raw = response.read().decode()
+            status = response.status
+    except urllib.error.HTTPError as exc:
+        raw = exc.read().decode()
+        status = exc.code
+    try:
+        return status, json.loads(raw)
+    except json.JSONDecodeError:
+        return status, raw
+
+
+def wait_until_ready(process: subprocess.Popen[str], url: str) -> None:
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        assert process.poll() is None, f"engram up exited with {process.returncode}"
+        try:
+            status, _ = http("GET", url, timeout=2)
+            if status == 200:
+                return
+        except (urllib.error.URLError, OSError):
+            pass
+        time.sleep(0.5)
+    raise AssertionError("the stack did not become ready")
+
+
+def stop(process: subprocess.Popen[str]) -> tuple[int, str]:
+    process.send_signal(signal.SIGINT)
+    out, _ = process.communicate(timeout=90)
+    return process.returncode, out
+
+
+@pytest.fixture
+def ports() -> Ports:
+    return Ports(free_port(), free_port(), free_port(), free_port())
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Iterator[Path]:
+    yield tmp_path / "engram-home"
+
+
+def start(ports: Ports, home: Path) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [*engram_command(), "up"],
+        env=ports.env(home),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+
+
+def test_engram_up_serves_retains_stops_cleanly_and_resumes(ports: Ports, home: Path) -> None:
+    api = f"http://127.0.0.1:{ports.api}"
+    process = start(ports, home)
+    try:
+        wait_until_ready(process, f"{api}/ready")
+        status, body = http(
+            "POST",
+            f"{api}/v1/default/banks/e2e/memories",
+            {
+                "items": [
+                    {
+                        "content": "Nadia adopted a cat named Miso in Lisbon.",
+                        "document_id": "n1",
+                        "timestamp": "2024-06-01T10:00:00Z",
+                    }
+                ]
+            },
+        )
+        assert status == 200, body
+        assert body["facts_added"] >= 1
+        status, metrics = http("GET", f"{api}/metrics")
+        assert status == 200
+        assert (
+            'engram_http_requests_total{method="POST",route="/v1/default/banks/{bank_id}/memories",status="200"}'
+            in metrics
+        )
+        assert "engram_db_pool_size" in metrics
+        with urllib.request.urlopen(f"http://127.0.0.1:{ports.worker_metrics}/", timeout=10) as r:
+            worker_metrics = r.read().decode()
+        assert (
+            'engram_activity_finished_total{activity="upsert_document",outcome="ok"}'
+            in worker_metrics
+        )
+        assert "temporal_" in worker_metrics  # the SDK's own series, re-exposed
+        with urllib.request.urlopen(f"http://127.0.0.1:{ports.ui}/", timeout=10) as r:
+            assert r.status == 200  # the Temporal Web UI
+    finally:
+        code, out = stop(process)
+    assert code == 0, out
+    assert f"http://127.0.0.1:{ports.api}" in out
+    assert f"http://127.0.0.1:{ports.ui}" in out
+    assert str(home) in out
+
+    process = start(ports, home)
+    try:
+        wait_until_ready(process, f"{api}/ready")
+        status, body = http("GET", f"{api}/v1/default/banks/e2e/memories/list")
+        assert status == 200
+        assert any("Miso" in item["text"] for item in body["items"])
+    finally:
+        code, out = stop(process)
+    assert code == 0, out
+
+
+def test_engram_up_names_a_taken_port_and_fails(ports: Ports, home: Path) -> None:
+    with socket.socket() as blocker:
+        blocker.bind(("127.0.0.1", ports.api))
+        blocker.listen()
+        result = subprocess.run(
+            [*engram_command(), "up"],
+            env=ports.env(home),
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    assert result.returncode != 0
+    assert f"port {ports.api} (API)" in result.stderr

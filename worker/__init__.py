@@ -1,0 +1,1 @@
+"""The worker process: composition root for activities, workflows and schedules."""

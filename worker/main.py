@@ -1,0 +1,144 @@
+"""`python -m worker`: the Temporal worker process (composition root)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import socket
+import sys
+from collections.abc import AsyncIterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from prometheus_client import CollectorRegistry, start_http_server
+from temporalio.client import Client
+from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
+from temporalio.worker import Worker
+
+from activities.retain import RetainActivities
+from engine.db import Pool, create_pool, migrate
+from engine.embedding import Embedder, load_embedder
+from engine.errors import ConfigurationError
+from engine.extraction.llm import LLMExtractor
+from engine.extraction.local import LocalExtractor
+from engine.llm import LLMClient
+from engine.settings import Settings
+from worker.metrics import ActivityMetrics, MetricsInterceptor, SDKMetricsProxy
+from workflows.converter import DATA_CONVERTER
+from workflows.retain import DocumentRetainWorkflow, RetainWorkflow
+
+log = logging.getLogger("engram.worker")
+
+# CPU-bound steps (ONNX embedding, local extraction) run in this pool. Two threads on this
+# 2-core machine: more only queue behind each other and slow the event loop's own work.
+CPU_THREADS = 2
+# Activities in flight per worker; most of their time is spent waiting on PostgreSQL, the
+# CPU pool or an LLM.
+MAX_CONCURRENT_ACTIVITIES = 32
+
+WORKFLOWS: Sequence[type] = (RetainWorkflow, DocumentRetainWorkflow)
+
+
+@dataclass
+class WorkerServices:
+    pool: Pool
+    embedder: Embedder
+    cpu: ThreadPoolExecutor
+    llm: LLMClient | None
+
+
+def activities_of(services: WorkerServices) -> list[Any]:
+    retain = RetainActivities(
+        services.pool,
+        services.embedder,
+        services.cpu,
+        LocalExtractor(),
+        LLMExtractor(services.llm) if services.llm is not None else None,
+    )
+    return [
+        retain.plan_retain,
+        retain.extract_facts,
+        retain.embed_facts,
+        retain.resolve_entities,
+        retain.link_facts,
+        retain.upsert_document,
+        retain.update_operation,
+    ]
+
+
+@asynccontextmanager
+async def open_worker_services(
+    settings: Settings, embedder: Embedder | None = None
+) -> AsyncIterator[WorkerServices]:
+    embedder = embedder or load_embedder(settings.embedding_model)
+    await migrate(settings.database_url, embedder.dimension)
+    pool = await create_pool(settings.database_url, max_size=settings.db_pool_max)
+    cpu = ThreadPoolExecutor(CPU_THREADS, thread_name_prefix="engram-cpu")
+    llm = LLMClient(settings.llm) if settings.llm.configured else None
+    try:
+        yield WorkerServices(pool, embedder, cpu, llm)
+    finally:
+        cpu.shutdown(wait=False, cancel_futures=True)
+        await pool.close()
+
+
+def build_worker(
+    client: Client, task_queue: str, services: WorkerServices, interceptor: MetricsInterceptor
+) -> Worker:
+    return Worker(
+        client,
+        task_queue=task_queue,
+        workflows=list(WORKFLOWS),
+        activities=activities_of(services),
+        interceptors=[interceptor],
+        max_concurrent_activities=MAX_CONCURRENT_ACTIVITIES,
+    )
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+async def run(settings: Settings) -> None:
+    registry = CollectorRegistry()
+    interceptor = MetricsInterceptor(ActivityMetrics(registry))
+    sdk_port = _free_port()
+    runtime = Runtime(
+        telemetry=TelemetryConfig(metrics=PrometheusConfig(bind_address=f"127.0.0.1:{sdk_port}"))
+    )
+    registry.register(SDKMetricsProxy(f"http://127.0.0.1:{sdk_port}/metrics"))
+    start_http_server(settings.worker_metrics_port, addr="127.0.0.1", registry=registry)
+    client = await Client.connect(
+        settings.resolved_temporal_address,
+        namespace=settings.temporal_namespace,
+        data_converter=DATA_CONVERTER,
+        runtime=runtime,
+    )
+    async with open_worker_services(settings) as services:
+        worker = build_worker(client, settings.task_queue, services, interceptor)
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        async with worker:
+            log.info("worker polling task queue %s", settings.task_queue)
+            await stop.wait()
+        log.info("worker stopped")
+
+
+def main() -> int:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s worker %(levelname)s %(message)s")
+    try:
+        settings = Settings.from_env()
+        if not settings.database_url:
+            raise ConfigurationError("ENGRAM_DATABASE_URL is not set")
+        asyncio.run(run(settings))
+    except ConfigurationError as exc:
+        print(f"engram worker: {exc}", file=sys.stderr)
+        return 2
+    return 0

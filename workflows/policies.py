@@ -1,0 +1,51 @@
+"""Every activity's timeout and retry policy, named in one place."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+
+from temporalio.common import RetryPolicy
+
+
+@dataclass(frozen=True)
+class ActivityPolicy:
+    start_to_close: timedelta
+    retry: RetryPolicy
+
+
+_FAST_RETRY = RetryPolicy(
+    initial_interval=timedelta(milliseconds=200),
+    backoff_coefficient=2.0,
+    maximum_interval=timedelta(seconds=30),
+    maximum_attempts=8,
+)
+
+# Database steps are short; a retry covers a dropped connection or a deadlock.
+DATABASE = ActivityPolicy(timedelta(minutes=2), _FAST_RETRY)
+# Extraction may call an LLM: long timeout, patient retries (rate limits, 5xx).
+EXTRACT = ActivityPolicy(
+    timedelta(minutes=10),
+    RetryPolicy(
+        initial_interval=timedelta(seconds=1),
+        backoff_coefficient=2.0,
+        maximum_interval=timedelta(minutes=2),
+        maximum_attempts=6,
+        non_retryable_error_types=["InvalidInput"],
+    ),
+)
+# Embedding is local CPU work bounded by batch size.
+EMBED = ActivityPolicy(timedelta(minutes=5), _FAST_RETRY)
+# Bookkeeping of operation status; must not be the reason a retain fails.
+BOOKKEEPING = ActivityPolicy(timedelta(seconds=30), _FAST_RETRY)
+
+# Fan-out bounds: chunks per extraction activity, facts per embedding or linking activity,
+# child workflows running at once per request, and documents per child when ids are derived.
+EXTRACT_BATCH = 4
+EMBED_BATCH = 128
+LINK_BATCH = 64
+MAX_PARALLEL_CHILDREN = 8
+IMPLICIT_DOCUMENTS_PER_CHILD = 32
+# How long a retain waits between attempts to start a document that another retain is
+# still writing (per-document workflow ids serialise them).
+DOCUMENT_BUSY_WAIT = timedelta(seconds=1)
