@@ -124,8 +124,12 @@ async def worker(
     services = WorkerServices(pool, embedder, cpu, llm)
     interceptor = MetricsInterceptor(ActivityMetrics(CollectorRegistry()))
     running = build_worker(temporal_env.client, settings.task_queue, services, interceptor)
-    async with running:
-        yield running
+    try:
+        async with running:
+            yield running
+    finally:
+        if llm is not None:
+            await llm.close()
 
 
 @pytest.fixture

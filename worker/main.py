@@ -26,6 +26,7 @@ from engine.extraction.llm import LLMExtractor
 from engine.extraction.local import LocalExtractor
 from engine.llm import LLMClient
 from engine.settings import Settings
+from worker.heartbeat import HeartbeatInterceptor
 from worker.metrics import ActivityMetrics, MetricsInterceptor, SDKMetricsProxy
 from workflows.converter import DATA_CONVERTER
 from workflows.retain import DocumentRetainWorkflow, RetainWorkflow
@@ -81,6 +82,8 @@ async def open_worker_services(
     try:
         yield WorkerServices(pool, embedder, cpu, llm)
     finally:
+        if llm is not None:
+            await llm.close()
         cpu.shutdown(wait=False, cancel_futures=True)
         await pool.close()
 
@@ -93,7 +96,7 @@ def build_worker(
         task_queue=task_queue,
         workflows=list(WORKFLOWS),
         activities=activities_of(services),
-        interceptors=[interceptor],
+        interceptors=[interceptor, HeartbeatInterceptor()],
         max_concurrent_activities=MAX_CONCURRENT_ACTIVITIES,
     )
 

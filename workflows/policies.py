@@ -7,11 +7,16 @@ from datetime import timedelta
 
 from temporalio.common import RetryPolicy
 
+# Every activity heartbeats (worker/heartbeat.py), so a dead worker's attempt is retried
+# after this long instead of after its whole start-to-close timeout.
+HEARTBEAT_TIMEOUT = timedelta(seconds=10)
+
 
 @dataclass(frozen=True)
 class ActivityPolicy:
     start_to_close: timedelta
     retry: RetryPolicy
+    heartbeat: timedelta = HEARTBEAT_TIMEOUT
 
 
 _FAST_RETRY = RetryPolicy(

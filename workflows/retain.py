@@ -143,6 +143,7 @@ class RetainWorkflow:
                 result = await self._run_child(batch, child_id(batch, index))
             self._documents_done += result.documents
             self._facts += result.facts_added
+            await self._update(OperationUpdate(request.operation_id, "running", self.progress()))
             return result
 
         return list(await asyncio.gather(*(run_one(i, b) for i, b in enumerate(batches))))
@@ -163,6 +164,7 @@ class RetainWorkflow:
             update,
             start_to_close_timeout=policies.BOOKKEEPING.start_to_close,
             retry_policy=policies.BOOKKEEPING.retry,
+            heartbeat_timeout=policies.BOOKKEEPING.heartbeat,
         )
 
 
@@ -175,6 +177,7 @@ class DocumentRetainWorkflow:
             batch,
             start_to_close_timeout=policies.DATABASE.start_to_close,
             retry_policy=policies.DATABASE.retry,
+            heartbeat_timeout=policies.DATABASE.heartbeat,
         )
         chunks = [chunk for doc in plan.documents for chunk in doc.new_chunks]
         size = policies.EXTRACT_BATCH
@@ -190,6 +193,7 @@ class DocumentRetainWorkflow:
                     ),
                     start_to_close_timeout=policies.EXTRACT.start_to_close,
                     retry_policy=policies.EXTRACT.retry,
+                    heartbeat_timeout=policies.EXTRACT.heartbeat,
                 )
                 for start in range(0, len(chunks), size)
             )
@@ -202,6 +206,7 @@ class DocumentRetainWorkflow:
                 StagedFacts(batch.bank_id, batch.operation_id, fact_ids),
                 start_to_close_timeout=policies.DATABASE.start_to_close,
                 retry_policy=policies.DATABASE.retry,
+                heartbeat_timeout=policies.DATABASE.heartbeat,
             )
         await self._in_batches(fact_ids, batch, policies.LINK_BATCH, "link")
         items = {doc.document_id: doc for doc in batch.documents}
@@ -220,6 +225,7 @@ class DocumentRetainWorkflow:
                     ),
                     start_to_close_timeout=policies.DATABASE.start_to_close,
                     retry_policy=policies.DATABASE.retry,
+                    heartbeat_timeout=policies.DATABASE.heartbeat,
                 )
             )
         return RetainResult(
@@ -247,6 +253,7 @@ class DocumentRetainWorkflow:
                         StagedFacts(batch.bank_id, batch.operation_id, ids),
                         start_to_close_timeout=policies.EMBED.start_to_close,
                         retry_policy=policies.EMBED.retry,
+                        heartbeat_timeout=policies.EMBED.heartbeat,
                     )
                 )
             else:
@@ -264,6 +271,7 @@ class DocumentRetainWorkflow:
                         ),
                         start_to_close_timeout=policies.DATABASE.start_to_close,
                         retry_policy=policies.DATABASE.retry,
+                        heartbeat_timeout=policies.DATABASE.heartbeat,
                     )
                 )
         await asyncio.gather(*calls)

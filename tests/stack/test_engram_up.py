@@ -3,6 +3,7 @@ and the HTTP server as child processes."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -18,6 +19,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from temporalio.testing import WorkflowEnvironment
+
+from engram.postgres import EmbeddedPostgres
 
 pytestmark = pytest.mark.stack
 
@@ -189,3 +193,54 @@ def test_engram_up_names_a_taken_port_and_fails(ports: Ports, home: Path) -> Non
         )
     assert result.returncode != 0
     assert f"port {ports.api} (API)" in result.stderr
+
+
+def child_pids(pid: int) -> list[int]:
+    raw = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    return [int(p) for p in raw]
+
+
+def cmdline(pid: int) -> str:
+    return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+
+
+def test_a_dying_child_is_named_and_stops_the_stack(ports: Ports, home: Path) -> None:
+    process = start(ports, home)
+    try:
+        wait_until_ready(process, f"http://127.0.0.1:{ports.api}/ready")
+        worker = next(p for p in child_pids(process.pid) if "-m worker" in cmdline(p))
+        os.kill(worker, signal.SIGKILL)
+        out, _ = process.communicate(timeout=90)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert process.returncode != 0
+    assert "the worker exited" in out and "code -9" in out
+    for port in (ports.api, ports.temporal):
+        with socket.socket() as sock:
+            assert sock.connect_ex(("127.0.0.1", port)) != 0, f"port {port} still served"
+
+
+async def test_external_mode_starts_nothing_embedded(
+    ports: Ports, home: Path, postgres: EmbeddedPostgres, temporal_env: WorkflowEnvironment
+) -> None:
+    env = ports.env(home)
+    env["ENGRAM_DATABASE_URL"] = postgres.create_database("t_external_mode")
+    env["ENGRAM_TEMPORAL_ADDRESS"] = temporal_env.client.service_client.config.target_host
+    env["ENGRAM_TASK_QUEUE"] = "external-mode"
+    process = subprocess.Popen(
+        [*engram_command(), "up"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        await asyncio.to_thread(wait_until_ready, process, f"http://127.0.0.1:{ports.api}/ready")
+        assert not (home / "postgres").exists()
+        assert not (home / "temporal.db").exists()
+    finally:
+        code, out = await asyncio.to_thread(stop, process)
+    assert code == 0, out
+    assert "(external)" in out

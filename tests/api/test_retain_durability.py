@@ -1,0 +1,177 @@
+"""Retain survives failures: a step that fails after committing, and a worker killed mid-run,
+both end with exactly the facts of an undisturbed run."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import httpx
+import pytest
+from prometheus_client import CollectorRegistry
+from starlette.applications import Starlette
+from temporalio import activity
+from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import Worker
+
+from activities.retain import RetainActivities
+from engine.db import Pool
+from engine.embedding import Embedder
+from engine.extraction.local import LocalExtractor
+from engine.retain.payloads import UpsertDocument, UpsertResult
+from engine.settings import Settings
+from worker.heartbeat import HeartbeatInterceptor
+from worker.main import WORKFLOWS, WorkerServices, activities_of, build_worker
+from worker.metrics import ActivityMetrics, MetricsInterceptor
+
+BASE = "/v1/default/banks"
+
+
+def conversation(documents: int, turns: int) -> list[dict[str, Any]]:
+    people = ["Ana", "Bruno", "Chen", "Dara"]
+    places = ["Lisbon", "Osaka", "Quito", "Tallinn"]
+    return [
+        {
+            "content": "\n".join(
+                f"{people[t % 4]}: I visited {places[(d + t) % 4]} with {people[(t + 1) % 4]} "
+                f"on day {t} of trip {d} and we tried {d * 7 + t} new dishes."
+                for t in range(turns)
+            ),
+            "document_id": f"trip-{d}",
+            "timestamp": f"2024-0{1 + d % 9}-1{d % 9}T10:00:00Z",
+        }
+        for d in range(documents)
+    ]
+
+
+async def fact_texts(api: httpx.AsyncClient, bank: str) -> list[str]:
+    response = await api.get(f"{BASE}/{bank}/memories/list", params={"limit": "1000"})
+    assert response.status_code == 200
+    return sorted(item["text"] for item in response.json()["items"])
+
+
+async def wait_done(api: httpx.AsyncClient, bank: str, op: str, timeout: float) -> dict[str, Any]:
+    for _ in range(int(timeout / 0.2)):
+        body: dict[str, Any] = (await api.get(f"{BASE}/{bank}/operations/{op}")).json()
+        if body["status"] in ("completed", "failed", "cancelled"):
+            return body
+        await asyncio.sleep(0.2)
+    raise AssertionError(f"operation {op} did not finish")
+
+
+@pytest.fixture
+async def plain_api(app: Starlette) -> AsyncIterator[httpx.AsyncClient]:
+    """The API without a worker: each test decides which workers run."""
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://engram.test") as client:
+        yield client
+
+
+def flaky_worker(
+    client: Any, settings: Settings, pool: Pool, embedder: Embedder, cpu: ThreadPoolExecutor
+) -> Worker:
+    """The production worker, except that upsert_document fails once after committing."""
+    real = RetainActivities(pool, embedder, cpu, LocalExtractor(), None)
+
+    @activity.defn(name="upsert_document")
+    async def upsert_then_fail_once(job: UpsertDocument) -> UpsertResult:
+        result = await real.upsert_document(job)
+        if activity.info().attempt == 1:
+            raise RuntimeError("worker lost right after the commit")
+        return result
+
+    services = WorkerServices(pool, embedder, cpu, None)
+    activities = [a for a in activities_of(services) if a.__name__ != "upsert_document"]
+    return Worker(
+        client,
+        task_queue=settings.task_queue,
+        workflows=list(WORKFLOWS),
+        activities=[*activities, upsert_then_fail_once],
+        interceptors=[HeartbeatInterceptor()],
+    )
+
+
+async def test_a_step_failing_after_its_commit_is_retried_without_duplicates(
+    plain_api: httpx.AsyncClient,
+    temporal_env: WorkflowEnvironment,
+    settings: Settings,
+    pool: Pool,
+    embedder: Embedder,
+    cpu: ThreadPoolExecutor,
+    bank_id: str,
+) -> None:
+    items = conversation(documents=3, turns=4)
+    async with flaky_worker(temporal_env.client, settings, pool, embedder, cpu):
+        flaky = await plain_api.post(f"{BASE}/{bank_id}/memories", json={"items": items})
+        clean = await plain_api.post(f"{BASE}/{bank_id}-clean/memories", json={"items": items})
+    assert flaky.status_code == 200, flaky.text
+    assert clean.status_code == 200, clean.text
+    texts = await fact_texts(plain_api, bank_id)
+    assert texts == await fact_texts(plain_api, f"{bank_id}-clean")
+    assert len(texts) == len(set(texts)) > 0
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+async def test_a_worker_killed_mid_retain_is_replaced_and_nothing_is_lost_or_doubled(
+    plain_api: httpx.AsyncClient,
+    temporal_env: WorkflowEnvironment,
+    settings: Settings,
+    pool: Pool,
+    embedder: Embedder,
+    cpu: ThreadPoolExecutor,
+    bank_id: str,
+) -> None:
+    items = conversation(documents=24, turns=6)
+    env = dict(os.environ)
+    env.update(
+        {
+            "ENGRAM_DATABASE_URL": settings.database_url,
+            "ENGRAM_TEMPORAL_ADDRESS": temporal_env.client.service_client.config.target_host,
+            "ENGRAM_TASK_QUEUE": settings.task_queue,
+            "ENGRAM_WORKER_METRICS_PORT": str(free_port()),
+        }
+    )
+    victim = subprocess.Popen(
+        [sys.executable, "-m", "worker"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        op = f"kill-{bank_id}"
+        body = {"items": items, "async": True, "operation_id": op}
+        assert (await plain_api.post(f"{BASE}/{bank_id}/memories", json=body)).status_code == 200
+        for _ in range(600):  # until the worker has finished some documents, not all
+            status = (await plain_api.get(f"{BASE}/{bank_id}/operations/{op}")).json()
+            if status["progress"]["processed"] >= 2:
+                break
+            await asyncio.sleep(0.1)
+        assert status["progress"]["processed"] < len(items), "the worker finished too soon"
+        victim.send_signal(signal.SIGKILL)
+        victim.wait()
+        services = WorkerServices(pool, embedder, cpu, None)
+        interceptor = MetricsInterceptor(ActivityMetrics(CollectorRegistry()))
+        async with build_worker(temporal_env.client, settings.task_queue, services, interceptor):
+            final = await wait_done(plain_api, bank_id, op, timeout=170)
+            clean = await plain_api.post(f"{BASE}/{bank_id}-clean/memories", json={"items": items})
+    finally:
+        if victim.poll() is None:
+            victim.kill()
+            victim.wait()
+    assert final["status"] == "completed", final
+    assert clean.status_code == 200, clean.text
+    texts = await fact_texts(plain_api, bank_id)
+    assert texts == await fact_texts(plain_api, f"{bank_id}-clean")
+    assert len(texts) == len(set(texts)) > 0

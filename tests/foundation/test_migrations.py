@@ -1,0 +1,56 @@
+"""Schema migrations: idempotent, safe from two processes at once, dimension-checked."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+
+import asyncpg
+import pytest
+
+from engine.db import load_migrations, migrate
+from engine.errors import ConfigurationError
+from engram.postgres import EmbeddedPostgres
+
+
+@pytest.fixture
+def fresh_dsn(postgres: EmbeddedPostgres) -> str:
+    return postgres.create_database(f"fresh_{uuid.uuid4().hex[:10]}")
+
+
+async def test_concurrent_starts_apply_each_migration_once(fresh_dsn: str) -> None:
+    results = await asyncio.gather(*(migrate(fresh_dsn, 384) for _ in range(4)))
+    applied = [name for result in results for name in result]
+    assert sorted(applied) == sorted(m.name for m in load_migrations())
+    conn = await asyncpg.connect(fresh_dsn)
+    try:
+        rows = await conn.fetch("SELECT version FROM schema_migrations ORDER BY version")
+        extensions = {r["extname"] for r in await conn.fetch("SELECT extname FROM pg_extension")}
+    finally:
+        await conn.close()
+    assert [r["version"] for r in rows] == [m.version for m in load_migrations()]
+    assert {"vector", "pg_trgm"} <= extensions
+
+
+async def test_a_second_start_applies_nothing(fresh_dsn: str) -> None:
+    await migrate(fresh_dsn, 384)
+    assert await migrate(fresh_dsn, 384) == []
+
+
+async def test_a_model_of_another_dimension_is_refused(fresh_dsn: str) -> None:
+    await migrate(fresh_dsn, 384)
+    with pytest.raises(ConfigurationError, match=r"384-dimensional.*produces 768"):
+        await migrate(fresh_dsn, 768)
+
+
+async def test_the_vector_column_follows_the_configured_model(fresh_dsn: str) -> None:
+    await migrate(fresh_dsn, 16)
+    conn = await asyncpg.connect(fresh_dsn)
+    try:
+        typmod = await conn.fetchval(
+            "SELECT format_type(atttypid, atttypmod) FROM pg_attribute"
+            " WHERE attrelid = 'memory_units'::regclass AND attname = 'embedding'"
+        )
+    finally:
+        await conn.close()
+    assert typmod == "vector(16)"

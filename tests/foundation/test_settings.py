@@ -1,0 +1,40 @@
+"""Settings come from the environment, with clear errors for bad values."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine.errors import ConfigurationError
+from engine.settings import Settings
+
+
+def test_defaults_are_fully_embedded_and_local() -> None:
+    settings = Settings.from_env({})
+    assert settings.embedded_postgres and settings.embedded_temporal
+    assert settings.default_extraction_mode == "local"
+    assert settings.home.name == ".engram"
+
+
+def test_external_services_and_a_key_switch_modes() -> None:
+    settings = Settings.from_env(
+        {
+            "ENGRAM_DATABASE_URL": "postgresql://u@db/engram",
+            "ENGRAM_TEMPORAL_ADDRESS": "tmprl:7233",
+            "ENGRAM_LLM_API_KEY": "sk-x",
+        }
+    )
+    assert not settings.embedded_postgres and not settings.embedded_temporal
+    assert settings.resolved_temporal_address == "tmprl:7233"
+    assert settings.default_extraction_mode == "llm"
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"ENGRAM_API_PORT": "eighty"}, "ENGRAM_API_PORT must be an integer"),
+        ({"ENGRAM_EXTRACTION_MODE": "magic"}, "ENGRAM_EXTRACTION_MODE must be llm, local or none"),
+    ],
+)
+def test_bad_values_are_named(env: dict[str, str], message: str) -> None:
+    with pytest.raises(ConfigurationError, match=message):
+        Settings.from_env(env)
