@@ -173,9 +173,12 @@ _WHY = re.compile(
 _QUOTED = re.compile(
     r"[\"“”](?P<q>[A-Z0-9][^\"“”\n]{1,80}?)[\"“”]|(?<![\w'’])['‘](?P<s>[A-Z][^'‘’\n]{1,80}?)['’](?!\w)"
 )
+# A capitalised run, optionally ending in a number that belongs to the name ("Room 101",
+# "Apollo 11", "Terminal 3"), so names that differ only in their number stay apart.
 _CAPITALISED = re.compile(
     r"(?<![\w'’])[A-Z][\w'’&.-]*(?:\s+(?:(?:of(?:\s+the)?|de|la|del|von|van|da|du|&)\s+)?"
-    r"[A-Z][\w'’&.-]*)*"
+    r"[A-Z][\w'’&.-]*)*(?:\s+\d{1,6}[A-Za-z]?\b(?![.,:/]\d)"
+    r"(?!\s+(?:times?|days?|weeks?|months?|years?|hours?|minutes?|people|kids|am|pm|of)\b))?"
 )
 _MID_CAPITAL = re.compile(r"(?<=[a-z,;]\s)[A-Z][a-z]+")
 _PERSON_CUE = re.compile(
@@ -521,6 +524,10 @@ def _name_groups(
             token += "."  # "J.K.", "Dr."
         possessive = token.endswith("'s")
         base = token.removesuffix("'s")
+        if base[:1].isdigit():
+            if group:  # "Room 101"; a number after a dropped word ("May 2023") is no name
+                group.append(base)
+            continue
         if group and base.lower() in _CONNECTORS:
             group.append(base)
             continue

@@ -106,26 +106,56 @@ def _keep_best(links: list[Link]) -> list[Link]:
     return ordered[:MAX_LINKS_PER_FACT]
 
 
+_IN_FLIGHT = """
+SELECT fact_id::text, document_id, chunk_id, embedding, entity_ids::text[] AS entity_ids,
+       fact->'causes' AS causes, (fact->'_chunk'->>'index')::int AS idx,
+       coalesce((fact->>'occurred_start')::timestamptz,
+                (fact->'_chunk'->>'mentioned_at')::timestamptz) AS at
+FROM staged_facts
+WHERE bank_id = $1 AND NOT (fact_id = ANY($2)) AND embedding IS NOT NULL
+  AND entity_ids IS NOT NULL
+ORDER BY created_at DESC
+LIMIT $3
+"""
+# Facts of other documents still in flight (staged, not yet stored) are linked too: without
+# them, documents retained together would never link to each other. Bounded per call.
+IN_FLIGHT_LIMIT = 2000
+
+
+@dataclass(frozen=True)
+class _Peers:
+    """Staged facts a batch may link to without a database round trip: same-document
+    siblings and other documents in flight."""
+
+    rows: list[asyncpg.Record]
+    matrix: np.ndarray  # unit embeddings, one row per peer
+
+    @classmethod
+    def of(cls, rows: list[asyncpg.Record]) -> _Peers:
+        vectors = [r["embedding"].to_numpy() for r in rows]
+        dim = len(vectors[0]) if vectors else 0
+        matrix = np.vstack(vectors) if vectors else np.zeros((0, dim), dtype=np.float32)
+        return cls(rows, matrix)
+
+
 async def link_staged(conn: Connection, options: LinkOptions) -> int:
-    rows = await conn.fetch(_STAGED, options.fact_ids)
-    by_doc: dict[str, list[asyncpg.Record]] = {}
-    for row in rows:
-        by_doc.setdefault(row["document_id"], []).append(row)
+    rows = [r for r in await conn.fetch(_STAGED, options.fact_ids) if r["embedding"] is not None]
+    in_flight = await conn.fetch(_IN_FLIGHT, options.bank_id, options.fact_ids, IN_FLIGHT_LIMIT)
+    peers = _Peers.of(rows + list(in_flight))
     entity_facts = await _entity_neighbours(conn, rows) if options.entity else {}
     fact_ids: list[str] = []
     payloads: list[str] = []
     total = 0
     for row in rows:
-        siblings = [r for r in by_doc[row["document_id"]] if r["fact_id"] != row["fact_id"]]
         links: list[Link] = []
-        if options.semantic and row["embedding"] is not None:
-            links += await _semantic(conn, options.bank_id, row, siblings)
+        if options.semantic:
+            links += await _semantic(conn, options.bank_id, row, peers)
         if options.temporal and row["at"] is not None:
-            links += await _temporal(conn, options.bank_id, row, siblings)
+            links += await _temporal(conn, options.bank_id, row, peers)
         if options.entity:
-            links += _entity_links(row, siblings, entity_facts)
+            links += _entity_links(row, peers, entity_facts)
         if options.causal:
-            links += _causal(row, siblings)
+            links += _causal(row, peers)
         kept = _keep_best([link for link in links if link.to_unit != row["fact_id"]])
         total += len(kept)
         fact_ids.append(row["fact_id"])
@@ -139,25 +169,26 @@ async def link_staged(conn: Connection, options: LinkOptions) -> int:
 
 
 async def _semantic(
-    conn: Connection, bank_id: str, row: asyncpg.Record, siblings: list[asyncpg.Record]
+    conn: Connection, bank_id: str, row: asyncpg.Record, peers: _Peers
 ) -> list[Link]:
     vector = row["embedding"]
     found = [
         Link(r["id"], "semantic", float(r["similarity"]))
         for r in await conn.fetch(_SEMANTIC, bank_id, vector, SEMANTIC_K)
     ]
-    mine = vector.to_numpy()
-    for sib in siblings:
-        if sib["embedding"] is not None:
-            similarity = float(np.dot(mine, sib["embedding"].to_numpy()))
-            found.append(Link(sib["fact_id"], "semantic", similarity))
-    found = [link for link in found if link.weight >= SEMANTIC_MIN]
+    if len(peers.rows):
+        similarities = peers.matrix @ vector.to_numpy()
+        for index in np.argsort(-similarities)[: SEMANTIC_K + 1]:
+            found.append(Link(peers.rows[index]["fact_id"], "semantic", float(similarities[index])))
+    found = [
+        link for link in found if link.weight >= SEMANTIC_MIN and link.to_unit != row["fact_id"]
+    ]
     found.sort(key=lambda x: -x.weight)
     return found[:SEMANTIC_K]
 
 
 async def _temporal(
-    conn: Connection, bank_id: str, row: asyncpg.Record, siblings: list[asyncpg.Record]
+    conn: Connection, bank_id: str, row: asyncpg.Record, peers: _Peers
 ) -> list[Link]:
     at: datetime = row["at"]
     found = [
@@ -167,9 +198,11 @@ async def _temporal(
         )
     ]
     found += [
-        Link(s["fact_id"], "temporal", temporal_weight(at, s["at"]))
-        for s in siblings
-        if s["at"] is not None and abs(s["at"] - at) <= TEMPORAL_WINDOW
+        Link(p["fact_id"], "temporal", temporal_weight(at, p["at"]))
+        for p in peers.rows
+        if p["at"] is not None
+        and abs(p["at"] - at) <= TEMPORAL_WINDOW
+        and p["fact_id"] != row["fact_id"]
     ]
     found.sort(key=lambda x: -x.weight)
     return found[:TEMPORAL_K]
@@ -190,23 +223,29 @@ async def _entity_neighbours(
 
 def _entity_links(
     row: asyncpg.Record,
-    siblings: list[asyncpg.Record],
+    peers: _Peers,
     neighbours: dict[str, tuple[int, list[str]]],
 ) -> list[Link]:
     links: list[Link] = []
     for eid in row["entity_ids"] or []:
         count, units = neighbours.get(eid, (0, []))
-        sibling_ids = [s["fact_id"] for s in siblings if eid in (s["entity_ids"] or [])]
-        weight = entity_weight(count + len(sibling_ids) + 1)
+        peer_ids = [
+            p["fact_id"]
+            for p in peers.rows
+            if p["fact_id"] != row["fact_id"] and eid in (p["entity_ids"] or [])
+        ]
+        weight = entity_weight(count + len(peer_ids) + 1)
         links += [Link(unit, "entity", weight) for unit in units[:ENTITY_K]]
-        links += [Link(sid, "entity", weight) for sid in sibling_ids[:ENTITY_K]]
+        links += [Link(pid, "entity", weight) for pid in peer_ids[:ENTITY_K]]
     return links
 
 
-def _causal(row: asyncpg.Record, siblings: list[asyncpg.Record]) -> list[Link]:
+def _causal(row: asyncpg.Record, peers: _Peers) -> list[Link]:
     causes = set(row["causes"] or [])
     return [
-        Link(s["fact_id"], "causal", 1.0)
-        for s in siblings
-        if s["chunk_id"] == row["chunk_id"] and s["idx"] in causes
+        Link(p["fact_id"], "causal", 1.0)
+        for p in peers.rows
+        if p["chunk_id"] == row["chunk_id"]
+        and p["idx"] in causes
+        and p["fact_id"] != row["fact_id"]
     ]

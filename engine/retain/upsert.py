@@ -82,10 +82,32 @@ ON CONFLICT DO NOTHING
 """
 
 _LINKS = """
+WITH given AS (
+    SELECT t.f, t.t, t.k, t.w FROM unnest($2::uuid[], $3::uuid[], $4::text[], $5::real[])
+         AS t(f, t, k, w)
+), stored AS (
+    INSERT INTO memory_links (bank_id, from_unit, to_unit, link_type, weight)
+    SELECT $1, g.f, g.t, g.k, g.w FROM given g
+    WHERE EXISTS (SELECT 1 FROM memory_units m WHERE m.id = g.t)
+    ON CONFLICT DO NOTHING
+    RETURNING 1
+), pending AS (
+    INSERT INTO pending_links (bank_id, from_unit, to_unit, link_type, weight)
+    SELECT $1, g.f, g.t, g.k, g.w FROM given g
+    WHERE NOT EXISTS (SELECT 1 FROM memory_units m WHERE m.id = g.t)
+    ON CONFLICT DO NOTHING
+)
+SELECT count(*) FROM stored
+"""
+
+# Links that waited for these facts (see pending_links) are stored now.
+_ARRIVED = """
+WITH arrived AS (
+    DELETE FROM pending_links WHERE to_unit = ANY($1::uuid[])
+    RETURNING bank_id, from_unit, to_unit, link_type, weight
+)
 INSERT INTO memory_links (bank_id, from_unit, to_unit, link_type, weight)
-SELECT $1, t.f, t.t, t.k, t.w FROM unnest($2::uuid[], $3::uuid[], $4::text[], $5::real[])
-     AS t(f, t, k, w)
-WHERE EXISTS (SELECT 1 FROM memory_units m WHERE m.id = t.t)
+SELECT bank_id, from_unit, to_unit, link_type, weight FROM arrived
 ON CONFLICT DO NOTHING
 """
 
@@ -247,8 +269,9 @@ async def _store_units(
     )
     await conn.execute(_TERMS, bank, *term_rows)
     await conn.execute(_UNIT_ENTITIES, bank, *entity_rows)
-    status = await conn.execute(_LINKS, bank, *link_rows)
-    return int(status.rsplit(" ", 1)[-1])
+    stored = await conn.fetchval(_LINKS, bank, *link_rows)
+    arrived = await conn.execute(_ARRIVED, ids)
+    return int(stored) + int(arrived.rsplit(" ", 1)[-1])
 
 
 def _ts(raw: str | None) -> datetime | None:
