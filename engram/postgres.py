@@ -57,11 +57,12 @@ def ensure_user_exists(name: str) -> None:
 
 
 def ensure_prefix_permissions(path: Path) -> None:
-    """Let other users traverse every parent of `path` (PostgreSQL runs as another user)."""
+    """Let other users traverse (not list) every parent of `path`: PostgreSQL runs as
+    another user. Only the execute bit is added, so e.g. /root stays unreadable."""
     for parent in path.absolute().parents:
         mode = parent.stat().st_mode
         if mode & 0o011 != 0o011:
-            parent.chmod(mode | 0o055)
+            parent.chmod(mode | 0o011)
 
 
 def _run_as_root() -> bool:
