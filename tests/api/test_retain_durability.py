@@ -175,3 +175,27 @@ async def test_a_worker_killed_mid_retain_is_replaced_and_nothing_is_lost_or_dou
     texts = await fact_texts(plain_api, bank_id)
     assert texts == await fact_texts(plain_api, f"{bank_id}-clean")
     assert len(texts) == len(set(texts)) > 0
+
+
+async def test_a_cancelled_retain_stores_nothing_and_reports_cancelled(
+    plain_api: httpx.AsyncClient,
+    temporal_env: WorkflowEnvironment,
+    settings: Settings,
+    pool: Pool,
+    embedder: Embedder,
+    cpu: ThreadPoolExecutor,
+    bank_id: str,
+) -> None:
+    op = f"cancel-{bank_id}"
+    body = {"items": conversation(documents=2, turns=2), "async": True, "operation_id": op}
+    assert (await plain_api.post(f"{BASE}/{bank_id}/memories", json=body)).status_code == 200
+    cancel = await plain_api.delete(f"{BASE}/{bank_id}/operations/{op}")  # no worker yet
+    assert cancel.status_code == 200 and cancel.json()["success"] is True
+    services = WorkerServices(pool, embedder, cpu, None)
+    interceptor = MetricsInterceptor(ActivityMetrics(CollectorRegistry()))
+    async with build_worker(temporal_env.client, settings.task_queue, services, interceptor):
+        final = await wait_done(plain_api, bank_id, op, timeout=60)
+    assert final["status"] == "cancelled"
+    assert await fact_texts(plain_api, bank_id) == []
+    again = await plain_api.delete(f"{BASE}/{bank_id}/operations/{op}")
+    assert again.status_code == 409
