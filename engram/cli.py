@@ -1,45 +1,582 @@
-"""The `engram` command line."""
+"""The `engram` command line: the stack (`up`) and what a user does by hand over the HTTP API.
+
+Every API command talks to `--url`, else `ENGRAM_URL`, else the local stack; `--bank` defaults
+to `ENGRAM_BANK`. Errors print one line (`engram: ...`) and exit non-zero: 1 when the server
+refused or failed, 2 for a usage problem. `engram reflect` comes once reflect exists.
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import shutil
 import sys
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any, TextIO
 
 from engine.errors import ConfigurationError
 from engine.settings import Settings
+from engram.client import DEFAULT_URL, ApiError, EngramClient, ImportFile, ImportStatus
+from engram.progress import ProgressDisplay, duration
 from engram.supervisor import run_stack
+
+# How often a watched import is polled.
+POLL_S = 0.5
+# File types a folder import reads; others (images, binaries) are left alone.
+FOLDER_SUFFIXES = (".md", ".markdown", ".txt", ".text", ".jsonl", ".json")
+FORMATS = ("jsonl", "chatgpt", "locomo", "text")
 
 EPILOG_UP = """examples:
   engram up                          # everything embedded, data in ./.engram
   ENGRAM_HOME=/srv/engram engram up  # data elsewhere
   ENGRAM_DATABASE_URL=postgresql://u@db/engram ENGRAM_TEMPORAL_ADDRESS=tmprl:7233 engram up
 """
+EPILOG_STATUS = """examples:
+  engram status
+  engram status --url http://memory.internal:8888
+"""
+EPILOG_BANKS = """examples:
+  engram banks list
+  engram banks create alice --name "Alice's assistant" --mission "Remember Alice's projects"
+  engram banks show alice
+  engram banks delete alice --yes
+"""
+EPILOG_RETAIN = """examples:
+  engram retain --bank alice "Alice moved to Lisbon in March 2024."
+  engram retain --bank alice --file meeting-notes.md --document-id meeting-2024-05-02
+  pbpaste | engram retain --bank alice --timestamp 2024-05-02T10:00:00Z
+"""
+EPILOG_RECALL = """examples:
+  engram recall --bank alice "where does Alice live?"
+  engram recall --bank alice "trips last year" --budget high --type experience
+  engram recall --bank alice "dogs" --json | jq '.results[0]'
+"""
+EPILOG_IMPORT = """examples:
+  engram import conversations.json --bank alice        # a ChatGPT data export
+  engram import chat.jsonl --bank alice --user-name Alice
+  engram import ~/notes --bank alice                   # a folder of .md/.txt files
+  engram import locomo10.json --bank eval --format locomo --on-error stop
+  engram import big.jsonl --bank alice --detach        # start it and return
+  engram import status 6f1c...                         # re-attach to an import
+
+formats (detected when --format is not given):
+  jsonl    JSON Lines (or a JSON array) of messages: role or speaker, content, timestamp,
+           optional conversation_id; lines without a speaker are items as they are (what
+           `engram export` writes); one document per conversation
+  chatgpt  the ChatGPT data export's conversations.json; one document per conversation
+  locomo   conversations of dated sessions; one document per conversation
+  text     plain text or Markdown; one document per file
+
+Ctrl-C while watching detaches: the import goes on, `engram import status ID` re-attaches.
+Importing the same file again changes nothing; a grown export adds only what is new.
+"""
+EPILOG_EXPORT = """examples:
+  engram export --bank alice > alice.jsonl
+  engram export --bank alice -o alice.jsonl && engram import alice.jsonl --bank alice-copy
+"""
+EPILOG_DOCUMENTS = """examples:
+  engram documents --bank alice
+  engram documents --bank alice --query lisbon --limit 20
+"""
+EPILOG_ENTITIES = """examples:
+  engram entities --bank alice
+  engram entities --bank alice --limit 10
+"""
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="engram", description="Long-term memory for AI agents.")
-    commands = parser.add_subparsers(dest="command", required=True)
-    commands.add_parser(
-        "up",
-        help="start the whole stack in the foreground",
-        description="Start PostgreSQL, Temporal, a worker and the HTTP server; Ctrl-C stops.",
-        epilog=EPILOG_UP,
+class UsageError(Exception):
+    """The command line asks for something impossible; exit code 2."""
+
+
+def _command(
+    commands: Any,
+    name: str,
+    help_text: str,
+    epilog: str,
+    parents: Sequence[argparse.ArgumentParser] = (),
+) -> argparse.ArgumentParser:
+    parser: argparse.ArgumentParser = commands.add_parser(
+        name,
+        help=help_text,
+        description=help_text[0].upper() + help_text[1:] + ".",
+        epilog=epilog,
+        parents=list(parents),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     return parser
 
 
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="engram",
+        description="Long-term memory for AI agents.",
+        epilog="`engram COMMAND --help` shows examples for each command.",
+    )
+    connection = argparse.ArgumentParser(add_help=False)
+    connection.add_argument(
+        "--url", help=f"Engram's HTTP API (default: $ENGRAM_URL, else {DEFAULT_URL})"
+    )
+    banked = argparse.ArgumentParser(add_help=False, parents=[connection])
+    banked.add_argument("--bank", "-b", help="the memory bank (default: $ENGRAM_BANK)")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    _command(commands, "up", "start the whole stack in the foreground; Ctrl-C stops", EPILOG_UP)
+    _command(
+        commands,
+        "status",
+        "show whether the API, database and Temporal are ready",
+        EPILOG_STATUS,
+        [connection],
+    )
+
+    banks = _command(commands, "banks", "list, create, show or delete banks", EPILOG_BANKS)
+    bank_commands = banks.add_subparsers(dest="bank_command", required=True, metavar="ACTION")
+    _command(bank_commands, "list", "list the banks", EPILOG_BANKS, [connection])
+    create = _command(
+        bank_commands, "create", "create a bank (or update it)", EPILOG_BANKS, [connection]
+    )
+    create.add_argument("bank_id", metavar="BANK")
+    create.add_argument("--name")
+    create.add_argument("--mission")
+    create.add_argument("--extraction-mode", choices=("llm", "local", "none"))
+    show = _command(
+        bank_commands, "show", "show a bank's profile and counts", EPILOG_BANKS, [connection]
+    )
+    show.add_argument("bank_id", metavar="BANK")
+    delete = _command(
+        bank_commands, "delete", "delete a bank and all its memories", EPILOG_BANKS, [connection]
+    )
+    delete.add_argument("bank_id", metavar="BANK")
+    delete.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+
+    retain = _command(commands, "retain", "turn text into memories", EPILOG_RETAIN, [banked])
+    retain.add_argument("text", nargs="?", metavar="TEXT", help="the text ('-' or none: stdin)")
+    retain.add_argument("--file", "-f", type=Path, help="read the text from this file")
+    retain.add_argument("--document-id", help="update this document instead of adding one")
+    retain.add_argument("--timestamp", help="when it was said (ISO-8601; default now)")
+    retain.add_argument("--context", help="what the text is (e.g. 'team meeting')")
+    retain.add_argument("--tag", action="append", default=[], help="a tag (repeatable)")
+
+    recall = _command(commands, "recall", "find memories for a question", EPILOG_RECALL, [banked])
+    recall.add_argument("query", metavar="QUERY")
+    recall.add_argument("--budget", choices=("low", "mid", "high"), default="mid")
+    recall.add_argument("--max-tokens", type=int, default=4096)
+    recall.add_argument(
+        "--type",
+        action="append",
+        choices=("world", "experience", "observation"),
+        help="only this fact type (repeatable)",
+    )
+    recall.add_argument("--limit", type=int, default=20, help="rows to show (default 20)")
+    recall.add_argument("--json", action="store_true", help="print the API's JSON answer")
+
+    imp = _command(
+        commands,
+        "import",
+        "import chat history or notes with a progress bar",
+        EPILOG_IMPORT,
+        [banked],
+    )
+    imp.add_argument("source", metavar="FILE|DIR|status", help="what to import ('-': stdin)")
+    imp.add_argument("operation", nargs="?", metavar="ID", help="with `status`: the import")
+    imp.add_argument("--format", choices=FORMATS, help="the file format (default: detect)")
+    imp.add_argument(
+        "--on-error",
+        choices=("skip", "stop"),
+        default="skip",
+        help="a malformed record is reported and skipped, or stops the import",
+    )
+    imp.add_argument("--user-name", help="speaker name for role 'user' (default User)")
+    imp.add_argument("--assistant-name", help="speaker for role 'assistant' (default Assistant)")
+    imp.add_argument("--operation-id", help="idempotency key: the same id never imports twice")
+    imp.add_argument("--detach", action="store_true", help="start the import and return")
+
+    export = _command(
+        commands,
+        "export",
+        "write a bank as JSON Lines that import reads back",
+        EPILOG_EXPORT,
+        [banked],
+    )
+    export.add_argument("--output", "-o", type=Path, help="write here instead of stdout")
+
+    documents = _command(
+        commands, "documents", "list a bank's documents", EPILOG_DOCUMENTS, [banked]
+    )
+    documents.add_argument("--query", "-q", help="only ids or texts containing this")
+    documents.add_argument("--limit", type=int, default=50)
+    entities = _command(
+        commands,
+        "entities",
+        "list a bank's entities, most mentioned first",
+        EPILOG_ENTITIES,
+        [banked],
+    )
+    entities.add_argument("--limit", type=int, default=50)
+    return parser
+
+
+# --- output helpers ---------------------------------------------------------------------
+
+
+def table(rows: Sequence[Sequence[str]], header: Sequence[str], out: TextIO) -> None:
+    """Columns as wide as their content; the last one is cut to the terminal width."""
+    width = shutil.get_terminal_size((120, 24)).columns
+    all_rows = [list(header), *[list(r) for r in rows]]
+    widths = [max(len(r[i]) for r in all_rows) for i in range(len(header) - 1)]
+    room = max(width - sum(widths) - 2 * len(widths), 20)
+    for row in all_rows:
+        cells = [cell.ljust(widths[i]) for i, cell in enumerate(row[:-1])]
+        last = row[-1].replace("\n", " ")
+        if len(last) > room:
+            last = last[: room - 1] + "…"
+        out.write("  ".join([*cells, last]).rstrip() + "\n")
+
+
+def day(value: str | None) -> str:
+    return value[:10] if value else "-"
+
+
+# --- commands ---------------------------------------------------------------------------
+
+
+def cmd_status(client: EngramClient, args: argparse.Namespace, out: TextIO) -> int:
+    version = client.version()
+    ready, checks = client.ready()
+    detail = ", ".join(f"{k} {v}" for k, v in checks.items())
+    state = "ready" if ready else "not ready"
+    out.write(f"Engram {version.get('engram_version', '?')} at {client.base_url}: {state}")
+    out.write(f" ({detail})\n" if detail else "\n")
+    if not ready:
+        raise ApiError(f"not ready: {detail}")
+    banks = client.list_banks()
+    out.write(f"{len(banks)} bank{'s' if len(banks) != 1 else ''}\n")
+    return 0
+
+
+def cmd_banks(client: EngramClient, args: argparse.Namespace, out: TextIO) -> int:
+    action = args.bank_command
+    if action == "list":
+        banks = client.list_banks()
+        if not banks:
+            out.write("no banks yet\n")
+            return 0
+        rows = [(b["bank_id"], b.get("name") or "", day(b.get("created_at"))) for b in banks]
+        table(rows, ("BANK", "NAME", "CREATED"), out)
+        return 0
+    bank_id: str = args.bank_id
+    if action == "create":
+        settings = {
+            key: value
+            for key, value in (
+                ("name", args.name),
+                ("mission", args.mission),
+                ("extraction_mode", args.extraction_mode),
+            )
+            if value is not None
+        }
+        profile = client.put_bank(bank_id, settings)
+        out.write(f"bank {profile['bank_id']} ready\n")
+        return 0
+    if action == "show":
+        profile = client.bank_profile(bank_id)
+        stats = client.bank_stats(bank_id)
+        config = profile.get("config") or {}
+        for label, value in (
+            ("bank", profile["bank_id"]),
+            ("name", profile.get("name") or ""),
+            ("mission", profile.get("mission") or ""),
+            ("extraction", config.get("extraction_mode") or "server default"),
+            ("created", profile.get("created_at") or ""),
+            ("documents", stats.get("total_documents", 0)),
+            ("facts", stats.get("total_nodes", 0)),
+            ("entities", stats.get("total_entities", 0)),
+            ("links", stats.get("total_links", 0)),
+        ):
+            out.write(f"{label:<11}{value}\n")
+        return 0
+    if not args.yes:
+        if not sys.stdin.isatty():
+            raise UsageError(f"deleting bank {bank_id} needs --yes")
+        answer = input(f"delete bank {bank_id} and all its memories? [y/N] ")
+        if answer.strip().lower() not in ("y", "yes"):
+            out.write("nothing deleted\n")
+            return 1
+    client.delete_bank(bank_id)
+    out.write(f"bank {bank_id} deleted\n")
+    return 0
+
+
+def read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError as exc:
+        raise UsageError(f"{path}: no such file") from exc
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{path}: not UTF-8 text") from exc
+    except OSError as exc:
+        raise UsageError(f"{path}: {exc.strerror}") from exc
+
+
+def read_stdin() -> str:
+    if sys.stdin.isatty():
+        raise UsageError("nothing on stdin: give the text as an argument or with --file")
+    return sys.stdin.read()
+
+
+def cmd_retain(client: EngramClient, args: argparse.Namespace, out: TextIO) -> int:
+    if args.file is not None and args.text not in (None, "-"):
+        raise UsageError("give TEXT or --file, not both")
+    if args.file is not None:
+        text = read_text(args.file)
+    elif args.text not in (None, "-"):
+        text = args.text
+    else:
+        text = read_stdin()
+    if not text.strip():
+        raise UsageError("the text is empty")
+    item: dict[str, Any] = {"content": text}
+    for key, value in (
+        ("document_id", args.document_id),
+        ("timestamp", args.timestamp),
+        ("context", args.context),
+    ):
+        if value is not None:
+            item[key] = value
+    if args.tag:
+        item["tags"] = args.tag
+    result = client.retain(bank(args), [item])
+    documents = ", ".join(result.get("document_ids") or [])
+    out.write(
+        f"retained: {result.get('facts_added', 0)} facts added, "
+        f"{result.get('facts_removed', 0)} removed (document {documents})\n"
+    )
+    return 0
+
+
+def cmd_recall(client: EngramClient, args: argparse.Namespace, out: TextIO) -> int:
+    raw = client.recall_raw(
+        bank(args), args.query, budget=args.budget, max_tokens=args.max_tokens, types=args.type
+    )
+    if args.json:
+        out.write(json.dumps(raw, indent=2, ensure_ascii=False) + "\n")
+        return 0
+    hits = EngramClient.recall_hits(raw)[: max(args.limit, 0)]
+    if not hits:
+        out.write("no memories found\n")
+        return 0
+    rows = [
+        (day(h.date), h.type, f"{h.score:.3f}" if h.score is not None else "-", h.text)
+        for h in hits
+    ]
+    table(rows, ("DATE", "TYPE", "SCORE", "TEXT"), out)
+    return 0
+
+
+def import_files(source: str) -> list[ImportFile]:
+    if source == "-":
+        return [ImportFile("", read_stdin())]
+    path = Path(source).expanduser()
+    if path.is_dir():
+        files = sorted(
+            p
+            for p in path.rglob("*")
+            if p.is_file()
+            and p.suffix.lower() in FOLDER_SUFFIXES
+            and not any(part.startswith(".") for part in p.relative_to(path).parts)
+        )
+        if not files:
+            raise UsageError(f"{source}: no {'/'.join(FOLDER_SUFFIXES)} files in it")
+        return [ImportFile(p.relative_to(path).as_posix(), read_text(p)) for p in files]
+    return [ImportFile(path.name, read_text(path))]
+
+
+def summary(status: ImportStatus) -> str:
+    result = status.result or {}
+    counts = status.progress
+    facts = result.get("facts_added", counts.facts_added)
+    line = (
+        f"imported {result.get('documents', counts.documents_done):,} documents, "
+        f"{result.get('items', counts.items_done):,} items: {facts:,} facts added"
+    )
+    removed = result.get("facts_removed", 0)
+    if removed:
+        line += f", {removed:,} removed"
+    return line
+
+
+def elapsed(status: ImportStatus) -> float | None:
+    try:
+        from_ = _parse_time(status.created_at)
+        to = _parse_time(status.updated_at)
+    except ValueError:
+        return None
+    return max(to - from_, 0.0)
+
+
+def _parse_time(value: str) -> float:
+    return datetime.fromisoformat(value).timestamp()
+
+
+def watch_import(
+    client: EngramClient, operation_id: str, out: TextIO, sleep: Callable[[float], None]
+) -> int:
+    display = ProgressDisplay(out)
+    try:
+        while True:
+            status = client.import_status(operation_id)
+            display.update(status.progress)
+            if status.finished:
+                break
+            sleep(POLL_S)
+    except KeyboardInterrupt:
+        display.finish()
+        out.write(
+            f"detached: the import goes on. Re-attach with: engram import status {operation_id}\n"
+        )
+        return 0
+    display.finish()
+    seconds = elapsed(status)
+    took = ""
+    if seconds:
+        items = (status.result or {}).get("items", status.progress.items_done)
+        took = f" in {duration(seconds)} ({items / seconds:,.1f} items/s)"
+    if status.skipped:
+        first = status.errors[0] if status.errors else None
+        where = f" (first: {first.position}: {first.message})" if first else ""
+        out.write(f"{status.skipped:,} malformed records skipped{where}\n")
+    if status.status == "completed":
+        out.write(summary(status) + took + "\n")
+        return 0
+    out.write(summary(status) + "\n")
+    raise ApiError(f"import {status.status}: {status.error or 'no reason given'}")
+
+
+def cmd_import(client: EngramClient, args: argparse.Namespace, out: TextIO) -> int:
+    if args.source == "status":
+        if not args.operation:
+            raise UsageError("engram import status ID: the import's operation id is missing")
+        return watch_import(client, args.operation, out, time.sleep)
+    if args.operation:
+        raise UsageError(f"unexpected argument {args.operation!r}")
+    files = import_files(args.source)
+    started = client.start_import(
+        bank(args),
+        files,
+        format=args.format,
+        on_error=args.on_error,
+        operation_id=args.operation_id,
+        user_name=args.user_name,
+        assistant_name=args.assistant_name,
+    )
+    out.write(
+        f"import {started.operation_id} into {started.bank_id}: {started.documents:,} documents,"
+        f" {started.items:,} items ({', '.join(started.formats)})\n"
+    )
+    for error in started.errors[:5]:
+        out.write(f"  skipped {error.position}: {error.message}\n")
+    if started.skipped > 5:
+        out.write(f"  ... and {started.skipped - 5:,} more skipped\n")
+    if args.detach:
+        out.write(f"watch it with: engram import status {started.operation_id}\n")
+        return 0
+    return watch_import(client, started.operation_id, out, time.sleep)
+
+
+def cmd_export(client: EngramClient, args: argparse.Namespace, out: TextIO) -> int:
+    lines = client.export_lines(bank(args))
+    if args.output is None:
+        for line in lines:
+            out.write(line + "\n")
+        return 0
+    count = 0
+    with args.output.open("w", encoding="utf-8") as target:
+        for line in lines:
+            target.write(line + "\n")
+            count += 1
+    sys.stderr.write(f"exported {count:,} items to {args.output}\n")
+    return 0
+
+
+def cmd_documents(client: EngramClient, args: argparse.Namespace, out: TextIO) -> int:
+    page = client.documents(bank(args), limit=args.limit, query=args.query)
+    rows = [
+        (
+            d["id"],
+            str(d.get("memory_unit_count", 0)),
+            f"{d.get('text_length', 0):,}",
+            day(d.get("updated_at")),
+        )
+        for d in page["items"]
+    ]
+    if not rows:
+        out.write("no documents\n")
+        return 0
+    table([(r[3], r[1], r[2], r[0]) for r in rows], ("UPDATED", "FACTS", "CHARS", "DOCUMENT"), out)
+    if page["total"] > len(rows):
+        out.write(f"({len(rows)} of {page['total']:,}; use --limit)\n")
+    return 0
+
+
+def cmd_entities(client: EngramClient, args: argparse.Namespace, out: TextIO) -> int:
+    page = client.entities(bank(args), limit=args.limit)
+    rows = [
+        (str(e.get("mention_count", 0)), day(e.get("last_seen")), e["canonical_name"])
+        for e in page["items"]
+    ]
+    if not rows:
+        out.write("no entities\n")
+        return 0
+    table(rows, ("MENTIONS", "LAST SEEN", "NAME"), out)
+    if page["total"] > len(rows):
+        out.write(f"({len(rows)} of {page['total']:,}; use --limit)\n")
+    return 0
+
+
+def bank(args: argparse.Namespace) -> str:
+    value: str | None = args.bank or os.environ.get("ENGRAM_BANK")
+    if not value:
+        raise UsageError(f"engram {args.command}: --bank is required (or set ENGRAM_BANK)")
+    return value
+
+
+COMMANDS: dict[str, Callable[[EngramClient, argparse.Namespace, TextIO], int]] = {
+    "status": cmd_status,
+    "banks": cmd_banks,
+    "retain": cmd_retain,
+    "recall": cmd_recall,
+    "import": cmd_import,
+    "export": cmd_export,
+    "documents": cmd_documents,
+    "entities": cmd_entities,
+}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command == "up":
+        try:
+            settings = Settings.from_env()
+        except ConfigurationError as exc:
+            print(f"engram: {exc}", file=sys.stderr)
+            return 2
+        return run_stack(settings)
+    url = args.url or os.environ.get("ENGRAM_URL") or DEFAULT_URL
     try:
-        settings = Settings.from_env()
-    except ConfigurationError as exc:
+        with EngramClient(url) as client:
+            return COMMANDS[args.command](client, args, sys.stdout)
+    except UsageError as exc:
         print(f"engram: {exc}", file=sys.stderr)
         return 2
-    if args.command == "up":
-        return run_stack(settings)
-    return 2
+    except ApiError as exc:
+        print(f"engram: {exc}", file=sys.stderr)
+        return 1
+    except BrokenPipeError:
+        return 0  # `engram export | head`: the reader had enough
 
 
 if __name__ == "__main__":

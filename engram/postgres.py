@@ -164,7 +164,12 @@ class EmbeddedPostgres:
         log = self.log_path.open("ab")
         try:
             self.process = subprocess.Popen(
-                args, user=self.user, stdout=log, stderr=log, stdin=subprocess.DEVNULL
+                args,
+                user=self.user,
+                stdout=log,
+                stderr=log,
+                stdin=subprocess.DEVNULL,
+                process_group=0,  # Ctrl-C goes to the supervisor, which stops us in order
             )
         finally:
             log.close()

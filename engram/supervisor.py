@@ -7,6 +7,7 @@ is taken or a child dies, it says which and exits non-zero.
 
 from __future__ import annotations
 
+import ctypes
 import os
 import signal
 import subprocess
@@ -25,6 +26,18 @@ from engram.temporal_server import TemporalDevServer, TemporalServerError, port_
 
 READY_TIMEOUT_S = 120.0
 POLL_S = 0.5
+
+
+def detach_from_terminal() -> None:
+    """Run in the child before exec: its own process group, so Ctrl-C reaches only the
+    supervisor, which stops the parts in order (server and worker before the databases);
+    and a SIGTERM if the supervisor itself dies, so no part outlives it."""
+    os.setpgrp()
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+PR_SET_PDEATHSIG = 1
 
 
 class StackError(RuntimeError):
@@ -106,7 +119,11 @@ class Stack:
             self.temporal.start()
         env = child_env(settings, database_url)
         for name, module in (("worker", "worker"), ("HTTP server", "server")):
-            process = subprocess.Popen([sys.executable, "-m", module], env=env)
+            process = subprocess.Popen(
+                [sys.executable, "-m", module],
+                env=env,
+                preexec_fn=detach_from_terminal,  # noqa: PLW1509 - no threads here
+            )
             self.children.append(Child(name, process))
         api = f"http://{settings.api_host}:{settings.api_port}"
         wait_ready(f"{api}/ready", self.children, READY_TIMEOUT_S)

@@ -82,7 +82,11 @@ class TemporalDevServer:
         log = self.log_path.open("ab")
         try:
             self.process = subprocess.Popen(
-                self.command(), stdout=log, stderr=log, stdin=subprocess.DEVNULL
+                self.command(),
+                stdout=log,
+                stderr=log,
+                stdin=subprocess.DEVNULL,
+                process_group=0,  # Ctrl-C goes to the supervisor, which stops us in order
             )
         finally:
             log.close()

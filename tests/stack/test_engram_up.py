@@ -100,7 +100,8 @@ def wait_until_ready(process: subprocess.Popen[str], url: str) -> None:
 
 
 def stop(process: subprocess.Popen[str]) -> tuple[int, str]:
-    process.send_signal(signal.SIGINT)
+    """Ctrl-C as a terminal sends it: SIGINT to the whole foreground process group."""
+    os.killpg(process.pid, signal.SIGINT)
     out, _ = process.communicate(timeout=90)
     return process.returncode, out
 
@@ -122,6 +123,7 @@ def start(ports: Ports, home: Path) -> subprocess.Popen[str]:
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
+        start_new_session=True,
     )
 
 
@@ -164,6 +166,7 @@ def test_engram_up_serves_retains_stops_cleanly_and_resumes(ports: Ports, home: 
     finally:
         code, out = stop(process)
     assert code == 0, out
+    assert "Traceback" not in out, out
     assert f"http://127.0.0.1:{ports.api}" in out
     assert f"http://127.0.0.1:{ports.ui}" in out
     assert str(home) in out
@@ -235,6 +238,7 @@ async def test_external_mode_starts_nothing_embedded(
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
+        start_new_session=True,
     )
     try:
         await asyncio.to_thread(wait_until_ready, process, f"http://127.0.0.1:{ports.api}/ready")
