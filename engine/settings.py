@@ -25,6 +25,16 @@ def _int(env: Mapping[str, str], name: str, default: int) -> int:
         raise ConfigurationError(f"{name} must be an integer, got {raw!r}") from exc
 
 
+def _float(env: Mapping[str, str], name: str, default: float) -> float:
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        return float(raw)
+    except ValueError as exc:
+        raise ConfigurationError(f"{name} must be a number, got {raw!r}") from exc
+
+
 @dataclass(frozen=True)
 class LLMSettings:
     """An OpenAI-compatible endpoint. `api_key` empty means no LLM: local paths are used."""
@@ -55,6 +65,10 @@ class Settings:
     extraction_mode: str = ""  # empty: "llm" when an LLM key is set, else "local"
     llm: LLMSettings = field(default_factory=LLMSettings)
     db_pool_max: int = 10
+    # Recall: `maxsim` (default), `none`, or `onnx:<model.onnx>:<tokenizer.json>` for a
+    # cross-encoder; MMR's λ (1 = no diversification). See engine/recall/.
+    recall_reranker: str = "maxsim"
+    recall_mmr_lambda: float = 0.6
 
     @property
     def default_extraction_mode(self) -> str:
@@ -105,4 +119,6 @@ class Settings:
             extraction_mode=mode,
             llm=llm,
             db_pool_max=_int(env, "ENGRAM_DB_POOL_MAX", 10),
+            recall_reranker=env.get("ENGRAM_RERANKER", "maxsim"),
+            recall_mmr_lambda=_float(env, "ENGRAM_RECALL_MMR_LAMBDA", 0.6),
         )

@@ -16,6 +16,7 @@ from starlette.routing import BaseRoute, Route
 from engine.db import Pool, pending_migrations
 from server.errors import EXCEPTION_HANDLERS
 from server.metrics import HTTPMetrics, MetricsMiddleware, PoolCollector
+from server.recall_metrics import RecallMetrics
 from server.routes import api_routes
 from server.services import Services
 
@@ -117,5 +118,6 @@ def create_app(open_services: ServicesFactory) -> Starlette:
         return None if services is None else services.pool
 
     registry.register(PoolCollector(current_pool))
+    app.state.recall_metrics = RecallMetrics(registry)
     app.state.started = time.monotonic()
     return app

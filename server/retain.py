@@ -99,6 +99,7 @@ def build_request(
         enable_semantic_links=config.enable_semantic_links,
         enable_temporal_links=config.enable_temporal_links,
         enable_causal_links=config.enable_causal_links,
+        enable_observations=config.enable_observations,
     )
     documents = [
         DocumentInput(

@@ -18,6 +18,8 @@ from temporalio.client import Client
 from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
 from temporalio.worker import Worker
 
+from activities.consolidation import ConsolidationActivities
+from activities.imports import ImportActivities
 from activities.retain import RetainActivities
 from engine.db import Pool, create_pool, migrate
 from engine.embedding import Embedder, load_embedder
@@ -28,7 +30,10 @@ from engine.llm import LLMClient
 from engine.settings import Settings
 from worker.heartbeat import HeartbeatInterceptor
 from worker.metrics import ActivityMetrics, MetricsInterceptor, SDKMetricsProxy
+from worker.schedules import ensure_schedules
+from workflows.consolidation import ConsolidationSweepWorkflow, ConsolidationWorkflow
 from workflows.converter import DATA_CONVERTER
+from workflows.imports import ImportDocumentWorkflow, ImportWorkflow
 from workflows.retain import DocumentRetainWorkflow, RetainWorkflow
 
 log = logging.getLogger("engram.worker")
@@ -40,7 +45,14 @@ CPU_THREADS = 2
 # CPU pool or an LLM.
 MAX_CONCURRENT_ACTIVITIES = 32
 
-WORKFLOWS: Sequence[type] = (RetainWorkflow, DocumentRetainWorkflow)
+WORKFLOWS: Sequence[type] = (
+    RetainWorkflow,
+    DocumentRetainWorkflow,
+    ImportWorkflow,
+    ImportDocumentWorkflow,
+    ConsolidationWorkflow,
+    ConsolidationSweepWorkflow,
+)
 
 
 @dataclass
@@ -59,6 +71,10 @@ def activities_of(services: WorkerServices) -> list[Any]:
         LocalExtractor(),
         LLMExtractor(services.llm) if services.llm is not None else None,
     )
+    imports = ImportActivities(services.pool)
+    consolidation = ConsolidationActivities(
+        services.pool, services.embedder, services.cpu, services.llm
+    )
     return [
         retain.plan_retain,
         retain.extract_facts,
@@ -67,6 +83,14 @@ def activities_of(services: WorkerServices) -> list[Any]:
         retain.link_facts,
         retain.upsert_document,
         retain.update_operation,
+        imports.list_import_documents,
+        imports.plan_import_document,
+        imports.upsert_import_document,
+        imports.finish_import,
+        consolidation.begin_consolidation,
+        consolidation.consolidate_batch,
+        consolidation.finish_consolidation,
+        consolidation.find_consolidation_work,
     ]
 
 
@@ -123,6 +147,7 @@ async def run(settings: Settings) -> None:
         runtime=runtime,
     )
     async with open_worker_services(settings) as services:
+        await ensure_schedules(client, settings.task_queue)
         worker = build_worker(client, settings.task_queue, services, interceptor)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()

@@ -27,6 +27,8 @@ with workflow.unsafe.imports_passed_through():
     )
     from workflows import policies
 
+from workflows.consolidation import SETTLE_AFTER_RETAIN, request_consolidation
+
 
 def document_workflow_id(bank_id: str, document_id: str) -> str:
     return f"retain-doc:{bank_id}:{document_id}"
@@ -132,7 +134,16 @@ class RetainWorkflow:
                 },
             )
         )
+        changed = result.facts_added > 0 or result.facts_removed > 0
+        if workflow.patched("consolidate-after-retain") and changed:
+            await self._consolidate(request)
         return result
+
+    async def _consolidate(self, request: RetainRequest) -> None:
+        """Turn the new facts into observations: the bank's consolidation runs on its own
+        (it outlives this workflow); a failure to request it leaves them to the schedule."""
+        if request.options.enable_observations:
+            await request_consolidation(request.bank_id, "retain", SETTLE_AFTER_RETAIN)
 
     async def _run_children(self, request: RetainRequest) -> list[RetainResult]:
         batches = split_batches(request)

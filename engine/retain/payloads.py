@@ -42,6 +42,7 @@ class RetainOptions:
     enable_semantic_links: bool = True
     enable_temporal_links: bool = True
     enable_causal_links: bool = True
+    enable_observations: bool = True  # consolidate the bank after the retain
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from pgvector import Vector
 
 from engine.db import Connection
 from engine.embedding import Embedder
+from engine.recall.vectors import encode_token_vectors
 from engine.retain.payloads import ChunkJob, ExtractionBatch, StagedFacts
 from engine.types import ExtractedEntity, ExtractedFact, ItemContext
 
@@ -75,7 +76,7 @@ INSERT INTO staged_facts (fact_id, bank_id, operation_id, document_id, chunk_id,
 SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::jsonb[])
 ON CONFLICT (fact_id) DO UPDATE
     SET fact = EXCLUDED.fact, operation_id = EXCLUDED.operation_id,
-        embedding = NULL, entity_ids = NULL, links = NULL
+        embedding = NULL, token_vectors = NULL, entity_ids = NULL, links = NULL
 """
 
 
@@ -116,8 +117,8 @@ async def stage_extracted(
 
 _TEXTS = "SELECT fact_id::text, fact->>'text' AS text FROM staged_facts WHERE fact_id = ANY($1)"
 _SET_EMBEDDINGS = """
-UPDATE staged_facts AS s SET embedding = v.embedding
-FROM unnest($1::uuid[], $2::vector[]) AS v(fact_id, embedding)
+UPDATE staged_facts AS s SET embedding = v.embedding, token_vectors = v.token_vectors
+FROM unnest($1::uuid[], $2::vector[], $3::bytea[]) AS v(fact_id, embedding, token_vectors)
 WHERE s.fact_id = v.fact_id
 """
 
@@ -130,10 +131,12 @@ async def embed_staged(
         return 0
     texts = [row["text"] for row in rows]
     loop = asyncio.get_running_loop()
-    vectors = await loop.run_in_executor(cpu, embedder.embed, texts)
+    # One model run gives the sentence vectors and the reranker's token vectors.
+    vectors, tokens = await loop.run_in_executor(cpu, embedder.embed_with_tokens, texts)
     await conn.execute(
         _SET_EMBEDDINGS,
         [row["fact_id"] for row in rows],
         [Vector(np.asarray(v, dtype=np.float32)) for v in vectors],
+        [encode_token_vectors(t) for t in tokens],
     )
     return len(rows)

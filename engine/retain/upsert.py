@@ -47,7 +47,7 @@ ON CONFLICT (bank_id, chunk_id) DO NOTHING
 """
 
 _STAGED = """
-SELECT fact_id, chunk_id, fact, embedding, entity_ids, links FROM staged_facts
+SELECT fact_id, chunk_id, fact, embedding, token_vectors, entity_ids, links FROM staged_facts
 WHERE bank_id = $1 AND document_id = $2 AND chunk_id = ANY($3::text[])
   AND embedding IS NOT NULL
 ORDER BY chunk_id, (fact->'_chunk'->>'index')::int
@@ -56,16 +56,17 @@ ORDER BY chunk_id, (fact->'_chunk'->>'index')::int
 _UNITS = """
 INSERT INTO memory_units (id, bank_id, document_id, chunk_id, fact_type, text, context, details,
                           occurred_start, occurred_end, mentioned_at, metadata, tags,
-                          source_start, source_end, embedding, token_count)
+                          source_start, source_end, embedding, token_count, token_vectors)
 SELECT u.id, $1, $2, u.chunk_id, u.fact_type, u.text, u.context, u.details, u.occurred_start,
        u.occurred_end, u.mentioned_at, u.metadata,
        ARRAY(SELECT jsonb_array_elements_text(u.tags::jsonb)), u.source_start, u.source_end,
-       u.embedding, u.token_count
+       u.embedding, u.token_count, u.token_vectors
 FROM unnest($3::uuid[], $4::text[], $5::text[], $6::text[], $7::text[], $8::jsonb[],
             $9::timestamptz[], $10::timestamptz[], $11::timestamptz[], $12::jsonb[],
-            $13::text[], $14::int[], $15::int[], $16::vector[], $17::int[])
+            $13::text[], $14::int[], $15::int[], $16::vector[], $17::int[], $18::bytea[])
      AS u(id, chunk_id, fact_type, text, context, details, occurred_start, occurred_end,
-          mentioned_at, metadata, tags, source_start, source_end, embedding, token_count)
+          mentioned_at, metadata, tags, source_start, source_end, embedding, token_count,
+          token_vectors)
 ON CONFLICT (id) DO NOTHING
 """
 
@@ -212,7 +213,7 @@ async def _store_units(
         return 0
     ids, chunk_ids, types, texts, contexts, details = [], [], [], [], [], []
     starts, ends, mentioned, metadata, tags, src_start, src_end = [], [], [], [], [], [], []
-    embeddings, token_counts = [], []
+    embeddings, token_counts, token_vectors = [], [], []
     term_rows: tuple[list[str], list[Any], list[int]] = ([], [], [])
     entity_rows: tuple[list[Any], list[Any]] = ([], [])
     link_rows: tuple[list[Any], list[str], list[str], list[float]] = ([], [], [], [])
@@ -233,6 +234,7 @@ async def _store_units(
         src_start.append(fact.get("source_start"))
         src_end.append(fact.get("source_end"))
         embeddings.append(row["embedding"])
+        token_vectors.append(row["token_vectors"])
         tf, length = term_frequencies(fact["text"])
         token_counts.append(length)
         for term, count in tf.items():
@@ -266,6 +268,7 @@ async def _store_units(
         src_end,
         embeddings,
         token_counts,
+        token_vectors,
     )
     await conn.execute(_TERMS, bank, *term_rows)
     await conn.execute(_UNIT_ENTITIES, bank, *entity_rows)

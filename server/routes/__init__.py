@@ -4,8 +4,15 @@ from __future__ import annotations
 
 from starlette.routing import BaseRoute
 
-from server.routes import banks, memories, retain
+from server.routes import banks, imports, memories, observations, recall, retain
 
 
 def api_routes() -> list[BaseRoute]:
-    return [*banks.routes(), *retain.routes(), *memories.routes()]
+    return [
+        *banks.routes(),
+        *retain.routes(),
+        *recall.routes(),
+        *memories.routes(),
+        *imports.routes(),
+        *observations.routes(),
+    ]

@@ -9,6 +9,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from engine.consolidation.observations import observation_sources
 from engine.errors import InvalidInput
 from engine.store.banks import get_bank
 from engine.store.documents import (
@@ -32,6 +33,7 @@ from engine.store.memories import (
     memory_links,
 )
 from server.http import choice_param, int_param, iso, json_response, path_param, services_of
+from server.routes.observations import observation_fields
 
 FACT_TYPES = ("world", "experience", "observation")
 TAG_MODES = ("any", "all", "any_strict", "all_strict", "exact")
@@ -93,9 +95,16 @@ async def list_memory_route(request: Request) -> Response:
     async with services_of(request).pool.acquire() as conn:
         await get_bank(conn, bank_id)
         memories, total = await list_memories(conn, bank_id, where, limit, offset)
+        observed = [m.id for m in memories if m.fact_type == "observation"]
+        sources = await observation_sources(conn, bank_id, observed)
     return json_response(
         {
-            "items": [memory_item(m) for m in memories],
+            "items": [
+                {**memory_item(m), "source_memory_ids": sources[m.id]}
+                if m.id in sources
+                else memory_item(m)
+                for m in memories
+            ],
             "total": total,
             "limit": limit,
             "offset": offset,
@@ -110,6 +119,9 @@ async def get_memory_route(request: Request) -> Response:
         await get_bank(conn, bank_id)
         memory = await get_memory(conn, bank_id, memory_id)
         links = await memory_links(conn, memory.id)
+        observed = {}
+        if memory.fact_type == "observation":
+            observed = await observation_fields(conn, bank_id, memory.id)
     body = memory_item(memory)
     body.update(
         {
@@ -122,6 +134,7 @@ async def get_memory_route(request: Request) -> Response:
                 for x in links
             ],
             "history": [],
+            **observed,
         }
     )
     return json_response(body)

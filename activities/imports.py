@@ -1,0 +1,58 @@
+"""Import activities: load staged documents by reference and hand them to retain's steps."""
+
+from __future__ import annotations
+
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from engine.db import Pool
+from engine.errors import InvalidInput, NotFound
+from engine.imports.payloads import (
+    ImportDocumentJob,
+    ImportFinish,
+    ImportPage,
+    ImportUpsert,
+    StagedDocumentRef,
+)
+from engine.imports.staging import clear_staged, list_staged, load_staged
+from engine.retain.payloads import DocumentInput, RetainPlan, UpsertDocument, UpsertResult
+from engine.retain.plan import plan_documents
+from engine.retain.upsert import upsert_document
+
+
+class ImportActivities:
+    def __init__(self, pool: Pool) -> None:
+        self._pool = pool
+
+    @activity.defn
+    async def list_import_documents(self, page: ImportPage) -> list[StagedDocumentRef]:
+        async with self._pool.acquire() as conn:
+            return await list_staged(conn, page)
+
+    @activity.defn
+    async def plan_import_document(self, job: ImportDocumentJob) -> RetainPlan:
+        try:
+            async with self._pool.acquire() as conn:
+                document_id, items = await load_staged(conn, job.operation_id, job.seq)
+                document = DocumentInput(document_id, items, "replace", explicit_id=True)
+                return await plan_documents(
+                    conn, job.bank_id, job.operation_id, [document], job.options.chunk_size
+                )
+        except (NotFound, InvalidInput) as exc:
+            raise ApplicationError(str(exc), type=type(exc).__name__, non_retryable=True) from exc
+
+    @activity.defn
+    async def upsert_import_document(self, job: ImportUpsert) -> UpsertResult:
+        try:
+            async with self._pool.acquire() as conn:
+                _, items = await load_staged(conn, job.operation_id, job.seq)
+                return await upsert_document(
+                    conn, UpsertDocument(job.bank_id, job.operation_id, job.plan, items, "replace")
+                )
+        except (NotFound, InvalidInput) as exc:
+            raise ApplicationError(str(exc), type=type(exc).__name__, non_retryable=True) from exc
+
+    @activity.defn
+    async def finish_import(self, finish: ImportFinish) -> None:
+        async with self._pool.acquire() as conn:
+            await clear_staged(conn, finish.operation_id)

@@ -1,0 +1,302 @@
+"""Bulk import throughput: all 10 LoCoMo conversations (5,882 turns) with the local extractor.
+
+Self-contained: it starts its own embedded PostgreSQL and Temporal dev server in a temporary
+home, one worker process (`python -m worker`, as `engram up` runs it) and the HTTP app in
+process, imports `locomo10.json` through `POST .../import`, and waits for the import to
+finish. Then, with the worker stopped, it times the embedding step alone: the same model call
+the embed activity makes (`embed_with_tokens`) on every stored fact, in batches of
+EMBED_BATCH over a pool of the worker's CPU_THREADS threads. It prints wall time, turns/s,
+the embedding-only time and their ratio, and where the worker spent its time (per-activity
+sums from its Prometheus endpoint, `engram_activity_duration_seconds`).
+
+    .venv/bin/python -m bench.import_locomo [--data PATH] [--json out.json]
+
+Targets (issue 5): at least 100 turns/s, and at most 1.25x the embedding-only time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractAsyncContextManager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Final
+
+import httpx
+from prometheus_client.parser import text_string_to_metric_families
+from temporalio.client import Client
+
+from engine.db import create_pool, migrate
+from engine.embedding import Embedder, load_embedder
+from engine.settings import Settings
+from engram.postgres import EmbeddedPostgres
+from engram.temporal_server import TemporalDevServer
+from server.app import create_app
+from server.services import Services
+from worker.main import CPU_THREADS
+from workflows.converter import DATA_CONVERTER
+from workflows.policies import EMBED_BATCH
+
+DEFAULT_DATA: Final = Path("../shared/data/locomo/locomo10.json")
+TARGET_TURNS_PER_S: Final = 100.0
+TARGET_RATIO: Final = 1.25
+POLL_S: Final = 0.5
+IMPORT_TIMEOUT_S: Final = 3600.0
+WORKER_READY_TIMEOUT_S: Final = 120.0
+
+
+@dataclass(frozen=True)
+class ActivityTime:
+    activity: str
+    attempts: int
+    seconds: float
+
+
+@dataclass(frozen=True)
+class Report:
+    links: bool
+    turns: int
+    documents: int
+    facts: int
+    wall_s: float
+    turns_per_s: float
+    embedding_only_s: float
+    ratio: float
+    activities: list[ActivityTime]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def scrape_activity_times(port: int) -> list[ActivityTime]:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5) as response:
+        text = response.read().decode()
+    sums: dict[str, float] = {}
+    counts: dict[str, int] = {}
+    for family in text_string_to_metric_families(text):
+        if family.name != "engram_activity_duration_seconds":
+            continue
+        for sample in family.samples:
+            name = sample.labels.get("activity", "")
+            if sample.name.endswith("_sum"):
+                sums[name] = sample.value
+            elif sample.name.endswith("_count"):
+                counts[name] = int(sample.value)
+    return sorted(
+        (ActivityTime(name, counts.get(name, 0), sums[name]) for name in sums),
+        key=lambda a: -a.seconds,
+    )
+
+
+def wait_for_worker(port: int, worker: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + WORKER_READY_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if worker.poll() is not None:
+            raise SystemExit(f"the worker exited with code {worker.returncode}")
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=1):
+                return
+        except OSError:
+            time.sleep(0.5)
+    raise SystemExit("the worker did not start")
+
+
+def time_embedding(embedder: Embedder, texts: list[str]) -> float:
+    """The embed activity's model call on every fact, as the worker's CPU pool runs it."""
+    batches = [texts[i : i + EMBED_BATCH] for i in range(0, len(texts), EMBED_BATCH)]
+    started = time.perf_counter()
+    with ThreadPoolExecutor(CPU_THREADS) as pool:
+        list(pool.map(embedder.embed_with_tokens, batches))
+    return time.perf_counter() - started
+
+
+NO_LINKS: Final = {
+    "enable_entity_links": False,
+    "enable_semantic_links": False,
+    "enable_temporal_links": False,
+    "enable_causal_links": False,
+}
+
+
+async def run_import(
+    client: httpx.AsyncClient, content: str, bank: str, links: bool, out: Any
+) -> tuple[dict[str, Any], float]:
+    if not links:
+        response = await client.put(f"/v1/default/banks/{bank}", json=NO_LINKS)
+        if response.status_code != 200:
+            raise SystemExit(f"cannot configure the bank: {response.text[:300]}")
+    started = time.perf_counter()
+    response = await client.post(
+        f"/v1/default/banks/{bank}/import",
+        json={"content": content, "name": "locomo10.json", "format": "locomo"},
+    )
+    if response.status_code != 202:
+        raise SystemExit(f"import refused: {response.status_code} {response.text[:300]}")
+    operation_id = response.json()["operation_id"]
+    while time.perf_counter() - started < IMPORT_TIMEOUT_S:
+        status: dict[str, Any] = (await client.get(f"/v1/default/imports/{operation_id}")).json()
+        progress = status["progress"]
+        out.write(
+            f"\r  {time.perf_counter() - started:6.1f} s  documents "
+            f"{progress.get('documents_done', 0)}/{progress.get('documents_total', 0)}  items "
+            f"{progress.get('items_done', 0)}/{progress.get('items_total', 0)}  facts "
+            f"{progress.get('facts_added', 0)}   "
+        )
+        out.flush()
+        if status["status"] in ("completed", "failed", "cancelled"):
+            out.write("\n")
+            return status, time.perf_counter() - started
+        await asyncio.sleep(POLL_S)
+    raise SystemExit("the import did not finish in time")
+
+
+async def import_and_collect(
+    settings: Settings, embedder: Embedder, content: str, links: bool, out: Any
+) -> tuple[dict[str, Any], float, list[str]]:
+    """Import through the app, then read back every stored fact's text."""
+    await migrate(settings.database_url, embedder.dimension)
+    pool = await create_pool(settings.database_url, max_size=4)
+    cpu = ThreadPoolExecutor(CPU_THREADS)
+    try:
+        temporal = await Client.connect(
+            settings.resolved_temporal_address, data_converter=DATA_CONVERTER
+        )
+        app = create_app(_unused)
+        app.state.services = Services(settings, pool, temporal, embedder, cpu)
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://bench") as client:
+            status, wall = await run_import(client, content, "locomo", links, out)
+        async with pool.acquire() as conn:
+            texts = [r["text"] for r in await conn.fetch("SELECT text FROM memory_units")]
+        return status, wall, texts
+    finally:
+        cpu.shutdown()
+        await pool.close()
+
+
+def bench(data: Path, home: Path, links: bool, out: Any) -> Report:
+    content = data.read_text(encoding="utf-8")
+    postgres = EmbeddedPostgres(home / "postgres", home / "postgres.log")
+    temporal = TemporalDevServer(
+        home / "temporal.db", home / "temporal.log", free_port(), free_port(), ui=False
+    )
+    postgres.start()
+    temporal.start()
+    metrics_port = free_port()
+    worker: subprocess.Popen[bytes] | None = None
+    try:
+        embedder = load_embedder("minilm")
+        settings = Settings(
+            home=home,
+            database_url=postgres.dsn,
+            temporal_address=temporal.address,
+            task_queue="bench-import",
+            extraction_mode="local",
+        )
+        env = {
+            **os.environ,
+            "ENGRAM_DATABASE_URL": postgres.dsn,
+            "ENGRAM_TEMPORAL_ADDRESS": temporal.address,
+            "ENGRAM_TASK_QUEUE": settings.task_queue,
+            "ENGRAM_WORKER_METRICS_PORT": str(metrics_port),
+            "ENGRAM_EXTRACTION_MODE": "local",
+        }
+        with (home / "worker.log").open("ab") as log:
+            worker = subprocess.Popen(
+                [sys.executable, "-m", "worker"], env=env, stdout=log, stderr=log
+            )
+        wait_for_worker(metrics_port, worker)
+        out.write(f"importing {data} (worker log: {home / 'worker.log'})\n")
+        status, wall, texts = asyncio.run(
+            import_and_collect(settings, embedder, content, links, out)
+        )
+        if status["status"] != "completed":
+            raise SystemExit(f"the import ended {status['status']}: {status['error']}")
+        activities = scrape_activity_times(metrics_port)
+        worker.terminate()
+        worker.wait(30)
+        out.write(f"embedding {len(texts):,} facts alone...\n")
+        embedding = time_embedding(embedder, texts)
+        turns = int(status["items"])
+        return Report(
+            links=links,
+            turns=turns,
+            documents=int(status["documents"]),
+            facts=len(texts),
+            wall_s=wall,
+            turns_per_s=turns / wall,
+            embedding_only_s=embedding,
+            ratio=wall / embedding,
+            activities=activities,
+        )
+    finally:
+        if worker is not None and worker.poll() is None:
+            worker.kill()
+            worker.wait()
+        temporal.stop()
+        postgres.stop()
+
+
+def _unused() -> AbstractAsyncContextManager[Services]:
+    raise AssertionError("the bench opens the services itself")
+
+
+def print_report(report: Report, out: Any) -> None:
+    out.write(
+        f"\nturns {report.turns:,}  documents {report.documents}  facts {report.facts:,}"
+        f"  links {'on' if report.links else 'off'}\n"
+        f"wall time          {report.wall_s:8.1f} s   {report.turns_per_s:6.1f} turns/s"
+        f"   (target >= {TARGET_TURNS_PER_S:.0f})\n"
+        f"embedding alone    {report.embedding_only_s:8.1f} s   ratio {report.ratio:.2f}x"
+        f"   (target <= {TARGET_RATIO:.2f}x)\n\n"
+        "worker time by activity (sum over attempts; activities overlap, so the sums exceed\n"
+        "the wall time):\n"
+    )
+    for a in report.activities:
+        mean = a.seconds / a.attempts if a.attempts else 0.0
+        out.write(f"  {a.activity:<26} {a.seconds:8.1f} s  {a.attempts:6,} x  {mean:7.3f} s\n")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--home", type=Path, help="keep the databases here (default: a temp dir)")
+    parser.add_argument("--json", type=Path, help="also write the figures here")
+    parser.add_argument(
+        "--no-links",
+        action="store_true",
+        help="import into a bank with every link type off (to measure what linking costs)",
+    )
+    args = parser.parse_args(argv)
+    if not args.data.exists():
+        print(f"bench: {args.data}: no such file", file=sys.stderr)
+        return 2
+    with tempfile.TemporaryDirectory(prefix="engram-bench-") as scratch:
+        home = args.home or Path(scratch)
+        report = bench(args.data, home, not args.no_links, sys.stdout)
+    print_report(report, sys.stdout)
+    if args.json:
+        args.json.write_text(json.dumps(asdict(report), indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    # An explicit exit: the Temporal client's native runtime can abort at interpreter teardown.
+    code = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)

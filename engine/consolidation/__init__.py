@@ -1,0 +1,1 @@
+"""Consolidation: turning facts into observations (beliefs with evidence and history)."""

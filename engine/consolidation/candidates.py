@@ -1,0 +1,240 @@
+"""What consolidation reads: the backlog, and the observations and older facts near a fact.
+
+Scopes are compared as sets (`@>` and `<@`), so a fact only ever meets observations and
+facts with exactly its tags. Nearest-first orders are exact (the bank, type and scope filters
+are selective); similarity is 1 - cosine distance.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+import asyncpg
+import numpy as np
+from numpy.typing import NDArray
+from pgvector import Vector
+
+from engine.consolidation.claims import Claim, parse_claim
+from engine.db import Connection
+
+
+@dataclass(frozen=True)
+class PendingFact:
+    id: str
+    text: str
+    scope: list[str]  # its tags, sorted and distinct
+    entity_ids: list[str]
+    embedding: NDArray[np.float32]
+    token_vectors: bytes | None
+    event_at: datetime  # when it happened (or was said, or stored)
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class Neighbour:
+    """An observation or an older fact near a fact."""
+
+    id: str
+    text: str
+    similarity: float
+    claim: Claim | None
+    event_at: datetime  # an observation's newest supporting evidence, a fact's own time
+    created_at: datetime
+    embedding: NDArray[np.float32]
+    token_vectors: bytes | None
+
+
+_PENDING = """
+SELECT m.id::text AS id, m.text, m.tags, m.embedding, m.token_vectors,
+       coalesce(m.occurred_start, m.mentioned_at, m.created_at) AS event_at, m.created_at,
+       coalesce(array(SELECT ue.entity_id::text FROM unit_entities ue WHERE ue.unit_id = m.id
+                      ORDER BY 1), '{}') AS entity_ids
+FROM memory_units m
+WHERE m.bank_id = $1 AND m.consolidated_at IS NULL AND m.fact_type <> 'observation'
+ORDER BY coalesce(m.occurred_start, m.mentioned_at, m.created_at), m.id
+LIMIT $2
+"""
+_PENDING_LOCKED = _PENDING + " FOR UPDATE OF m"
+_STILL_PENDING = """
+SELECT id::text AS id FROM memory_units
+WHERE bank_id = $1 AND id = ANY($2::uuid[]) AND consolidated_at IS NULL
+FOR UPDATE
+"""
+_BACKLOG = """
+SELECT count(*) FROM memory_units
+WHERE bank_id = $1 AND consolidated_at IS NULL AND fact_type <> 'observation'
+"""
+
+_SHARES_ENTITY = """(
+    (cardinality($ENT::uuid[]) = 0
+     AND NOT EXISTS (SELECT 1 FROM unit_entities ue WHERE ue.unit_id = m.id))
+    OR EXISTS (SELECT 1 FROM unit_entities ue
+               WHERE ue.unit_id = m.id AND ue.entity_id = ANY($ENT::uuid[])))"""
+_IN_SCOPE = "m.tags @> $2::text[] AND m.tags <@ $2::text[]"
+
+_RELATED_OBSERVATIONS = f"""
+SELECT m.id::text AS id, m.text, 1 - (m.embedding <=> $3) AS similarity, o.claim,
+       coalesce(o.last_evidence_at, m.created_at) AS event_at, m.created_at, m.embedding,
+       m.token_vectors
+FROM memory_units m JOIN observations o ON o.observation_id = m.id
+WHERE m.bank_id = $1 AND o.bank_id = $1 AND m.fact_type = 'observation' AND {_IN_SCOPE}
+  AND ((o.claim->>'subject' = $4 AND o.claim->>'aspect' = $5)
+       OR (1 - (m.embedding <=> $3) >= $7 AND {_SHARES_ENTITY.replace("$ENT", "$6")}))
+ORDER BY m.embedding <=> $3, m.id
+LIMIT $8
+"""
+
+# Nearest first, or about the same subject and aspect at any distance.
+_NEAR_OBSERVATIONS = f"""
+SELECT m.id::text AS id, m.text, 1 - (m.embedding <=> $3) AS similarity, o.claim,
+       coalesce(o.last_evidence_at, m.created_at) AS event_at, m.created_at, m.embedding,
+       m.token_vectors
+FROM memory_units m JOIN observations o ON o.observation_id = m.id
+WHERE m.bank_id = $1 AND o.bank_id = $1 AND m.fact_type = 'observation' AND {_IN_SCOPE}
+  AND m.id <> $4::uuid
+  AND (1 - (m.embedding <=> $3) >= $5 OR (o.claim->>'subject' = $6 AND o.claim->>'aspect' = $7))
+ORDER BY m.embedding <=> $3, m.id
+LIMIT $8
+"""
+
+# Older facts of the scope that no observation uses yet, sharing an entity with the fact.
+_PEERS = f"""
+SELECT m.id::text AS id, m.text, 1 - (m.embedding <=> $3) AS similarity, NULL::jsonb AS claim,
+       coalesce(m.occurred_start, m.mentioned_at, m.created_at) AS event_at, m.created_at,
+       m.embedding, m.token_vectors
+FROM memory_units m
+WHERE m.bank_id = $1 AND m.fact_type <> 'observation' AND {_IN_SCOPE}
+  AND m.consolidated_at IS NOT NULL AND m.id <> $4::uuid
+  AND NOT EXISTS (SELECT 1 FROM observation_evidence e WHERE e.fact_id = m.id)
+  AND 1 - (m.embedding <=> $3) >= $6
+  AND {_SHARES_ENTITY.replace("$ENT", "$5")}
+ORDER BY m.embedding <=> $3, m.id
+LIMIT $7
+"""
+
+
+def scope_of(tags: Sequence[str]) -> list[str]:
+    return sorted(set(tags))
+
+
+def _vector(row: asyncpg.Record) -> NDArray[np.float32]:
+    return np.asarray(row["embedding"].to_numpy(), dtype=np.float32)
+
+
+def _pending(row: asyncpg.Record) -> PendingFact:
+    return PendingFact(
+        id=row["id"],
+        text=row["text"],
+        scope=scope_of(row["tags"]),
+        entity_ids=list(row["entity_ids"]),
+        embedding=_vector(row),
+        token_vectors=row["token_vectors"],
+        event_at=row["event_at"],
+        created_at=row["created_at"],
+    )
+
+
+def _neighbour(row: asyncpg.Record, parse: bool) -> Neighbour:
+    stored = row["claim"]
+    claim = Claim.from_json(stored) if stored else (parse_claim(row["text"]) if parse else None)
+    return Neighbour(
+        id=row["id"],
+        text=row["text"],
+        similarity=float(row["similarity"]),
+        claim=claim,
+        event_at=row["event_at"],
+        created_at=row["created_at"],
+        embedding=_vector(row),
+        token_vectors=row["token_vectors"],
+    )
+
+
+async def pending_facts(
+    conn: Connection, bank_id: str, limit: int, *, lock: bool
+) -> list[PendingFact]:
+    """The facts waiting for consolidation that happened first; `lock` holds them until the
+    transaction ends (a retain deleting one of them waits for it)."""
+    rows = await conn.fetch(_PENDING_LOCKED if lock else _PENDING, bank_id, limit)
+    return [_pending(r) for r in rows]
+
+
+async def still_pending(conn: Connection, bank_id: str, fact_ids: Sequence[str]) -> set[str]:
+    """Which of `fact_ids` still wait (locked until the transaction ends)."""
+    rows = await conn.fetch(_STILL_PENDING, bank_id, list(fact_ids))
+    return {r["id"] for r in rows}
+
+
+async def backlog(conn: Connection, bank_id: str) -> int:
+    return int(await conn.fetchval(_BACKLOG, bank_id))
+
+
+async def related_observations(
+    conn: Connection,
+    bank_id: str,
+    fact: PendingFact,
+    claim: Claim | None,
+    *,
+    floor: float,
+    limit: int,
+) -> list[Neighbour]:
+    """Observations of the fact's scope about the same subject and aspect, or sharing an
+    entity with it at `floor` similarity or more; nearest first."""
+    rows = await conn.fetch(
+        _RELATED_OBSERVATIONS,
+        bank_id,
+        fact.scope,
+        Vector(fact.embedding),
+        claim.subject if claim else None,
+        claim.aspect if claim else None,
+        fact.entity_ids,
+        floor,
+        limit,
+    )
+    return [_neighbour(r, parse=False) for r in rows]
+
+
+async def near_observations(
+    conn: Connection,
+    bank_id: str,
+    scope: Sequence[str],
+    embedding: NDArray[np.float32],
+    claim: Claim | None,
+    *,
+    exclude: str,
+    floor: float,
+    limit: int,
+) -> list[Neighbour]:
+    """Other observations of the scope at `floor` similarity or more, or with a claim on the
+    same subject and aspect; nearest first."""
+    rows = await conn.fetch(
+        _NEAR_OBSERVATIONS,
+        bank_id,
+        list(scope),
+        Vector(embedding),
+        exclude,
+        floor,
+        claim.subject if claim else None,
+        claim.aspect if claim else None,
+        limit,
+    )
+    return [_neighbour(r, parse=False) for r in rows]
+
+
+async def peer_facts(
+    conn: Connection, bank_id: str, fact: PendingFact, *, floor: float, limit: int
+) -> list[Neighbour]:
+    """Consolidated facts of the scope that no observation uses, sharing an entity with the
+    fact, nearest first; their claims are parsed."""
+    rows = await conn.fetch(
+        _PEERS,
+        bank_id,
+        fact.scope,
+        Vector(fact.embedding),
+        fact.id,
+        fact.entity_ids,
+        floor,
+        limit,
+    )
+    return [_neighbour(r, parse=True) for r in rows]

@@ -1,0 +1,318 @@
+"""The local consolidation path: no LLM, deterministic, one fact at a time in event order.
+
+For each fact, within its scope (bank + exact tag set):
+1. Observations about the same subject and aspect (claims.py), or sharing an entity with it,
+   are related to it. One it contradicts is revised: the new text states the new belief and
+   what no longer holds, the old text goes to the history with the reason, the old evidence
+   becomes superseded (an older fact that contradicts a newer belief is only recorded as
+   contradicting evidence). Others it contradicts are absorbed into the revised one.
+2. Otherwise the nearest observation it supports gains it as evidence (proof count, freshness)
+   instead of a near-duplicate being written.
+3. Otherwise older facts that no observation uses yet are searched: with supporting ones it
+   forms a new observation (a cluster with a representative statement, the medoid); a
+   contradicting one makes an observation of the change, with the older belief as version 1.
+4. A fact alone waits for a second one. Hindsight makes every fact an observation, and users
+   measured two thirds of those resting on one fact, nearly all restating it
+   (vectorize-io/hindsight#6425): that doubles recall's index without adding knowledge.
+Every new or revised observation then goes through the near-duplicate merge (merge.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import numpy as np
+from numpy.typing import NDArray
+
+from engine.consolidation.candidates import (
+    Neighbour,
+    PendingFact,
+    peer_facts,
+    related_observations,
+)
+from engine.consolidation.claims import Claim, parse_claim, timeless
+from engine.consolidation.encode import EncodedText, TextEncoder
+from engine.consolidation.merge import Current, merge_near_duplicates
+from engine.consolidation.payloads import ConsolidationCounts
+from engine.consolidation.relations import Relation, merged_claim, relate, revised_statement
+from engine.consolidation.store import (
+    Evidence,
+    Origin,
+    PriorVersion,
+    absorb_observation,
+    add_evidence,
+    insert_observation,
+    mark_consolidated,
+    refresh_observation,
+    rewrite_observation,
+    supersede_evidence,
+)
+from engine.consolidation.thresholds import (
+    CANDIDATE_FLOOR,
+    JOIN_SIMILARITY,
+    PEER_FACTS,
+    RELATED_OBSERVATIONS,
+)
+from engine.db import Connection
+
+
+@dataclass
+class Tally:
+    """What one batch did, counted as it goes."""
+
+    created: int = 0
+    reinforced: int = 0
+    updated: int = 0
+    merged: int = 0
+    retracted: int = 0
+    rejected: int = 0
+
+    def counts(self, facts: int) -> ConsolidationCounts:
+        return ConsolidationCounts(
+            facts,
+            self.created,
+            self.reinforced,
+            self.updated,
+            self.merged,
+            self.retracted,
+            self.rejected,
+        )
+
+
+@dataclass(frozen=True)
+class _Member:
+    id: str
+    text: str
+    embedding: NDArray[np.float32]
+    token_vectors: bytes | None
+    event_at: datetime
+    created_at: datetime
+
+
+def _member(item: PendingFact | Neighbour) -> _Member:
+    return _Member(
+        item.id, item.text, item.embedding, item.token_vectors, item.event_at, item.created_at
+    )
+
+
+def representative(members: Sequence[_Member]) -> _Member:
+    """The medoid: most similar to the others in total; then the shortest, then the oldest."""
+    matrix = np.stack([m.embedding for m in members])
+    totals = (matrix @ matrix.T).sum(axis=1)
+    order = sorted(
+        range(len(members)),
+        key=lambda i: (-round(float(totals[i]), 6), len(members[i].text), members[i].created_at),
+    )
+    return members[order[0]]
+
+
+class LocalConsolidator:
+    def __init__(
+        self,
+        conn: Connection,
+        bank_id: str,
+        encoder: TextEncoder,
+        as_of: datetime,
+        tally: Tally | None = None,
+        origin: Origin = "local",
+    ) -> None:
+        self._conn = conn
+        self._bank = bank_id
+        self._encode = encoder
+        self._as_of = as_of
+        self.tally = tally or Tally()
+        self._origin: Origin = origin
+
+    async def consolidate(self, facts: Sequence[PendingFact]) -> Tally:
+        """Consolidate `facts` in the order they happened, each marked as it is done."""
+        for fact in sorted(facts, key=lambda f: (f.event_at, f.created_at, f.id)):
+            await self._consolidate_one(fact)
+            await mark_consolidated(self._conn, [fact.id])
+        return self.tally
+
+    async def _consolidate_one(self, fact: PendingFact) -> None:
+        claim = parse_claim(fact.text)
+        related = await related_observations(
+            self._conn,
+            self._bank,
+            fact,
+            claim,
+            floor=CANDIDATE_FLOOR,
+            limit=RELATED_OBSERVATIONS,
+        )
+        contradicted: list[tuple[Neighbour, Relation]] = []
+        supported: Neighbour | None = None
+        for observation in related:
+            relation = relate(
+                observation.claim,
+                observation.text,
+                claim,
+                fact.text,
+                observation.similarity,
+                JOIN_SIMILARITY,
+            )
+            if relation.kind == "contradicts":
+                contradicted.append((observation, relation))
+            elif relation.kind == "supports" and supported is None:
+                supported = observation
+        if contradicted:
+            await self._revise(fact, claim, contradicted)
+        elif supported is not None:
+            await add_evidence(self._conn, self._bank, supported.id, [Evidence(fact.id, fact.text)])
+            await refresh_observation(self._conn, self._bank, supported.id, self._as_of)
+            self.tally.reinforced += 1
+        else:
+            await self._from_peers(fact, claim)
+
+    async def _revise(
+        self,
+        fact: PendingFact,
+        claim: Claim | None,
+        contradicted: list[tuple[Neighbour, Relation]],
+    ) -> None:
+        target, relation = contradicted[0]
+        if fact.event_at < target.event_at:
+            # Older than the belief it disputes: recorded, the newer belief stands.
+            evidence = Evidence(fact.id, fact.text, "contradicts")
+            await add_evidence(self._conn, self._bank, target.id, [evidence])
+            return
+        text = revised_statement(target.text, fact.text, target.claim, claim)
+        encoded = (await self._encode([text]))[0]
+        revised = merged_claim(target.claim, claim)
+        await supersede_evidence(self._conn, target.id)
+        await add_evidence(self._conn, self._bank, target.id, [Evidence(fact.id, fact.text)])
+        await rewrite_observation(
+            self._conn,
+            self._bank,
+            target.id,
+            text=text,
+            encoded=encoded,
+            claim=revised,
+            reason=f"contradicted by a newer fact ({relation.reason})",
+            fact_ids=[fact.id],
+        )
+        await refresh_observation(self._conn, self._bank, target.id, self._as_of)
+        self.tally.updated += 1
+        for other, other_relation in contradicted[1:]:
+            if other.event_at <= fact.event_at:
+                await absorb_observation(
+                    self._conn,
+                    self._bank,
+                    target.id,
+                    other.id,
+                    reason=f"contradicted by a newer fact ({other_relation.reason})",
+                    stance="superseded",
+                    as_of=self._as_of,
+                )
+                self.tally.merged += 1
+        await self._merge(
+            Current(
+                target.id,
+                text,
+                fact.scope,
+                encoded.embedding,
+                revised,
+                max(target.event_at, fact.event_at),
+                target.created_at,
+            )
+        )
+
+    async def _from_peers(self, fact: PendingFact, claim: Claim | None) -> None:
+        peers = await peer_facts(
+            self._conn, self._bank, fact, floor=CANDIDATE_FLOOR, limit=PEER_FACTS
+        )
+        contradiction: tuple[Neighbour, Relation] | None = None
+        supporters: list[Neighbour] = []
+        for peer in peers:
+            relation = relate(
+                peer.claim, peer.text, claim, fact.text, peer.similarity, JOIN_SIMILARITY
+            )
+            if relation.kind == "contradicts" and contradiction is None:
+                contradiction = (peer, relation)
+            elif relation.kind == "supports":
+                supporters.append(peer)
+        if contradiction is not None:
+            await self._create_changed(fact, claim, *contradiction)
+        elif supporters:
+            await self._create_cluster(fact, claim, supporters)
+
+    async def _create_changed(
+        self, fact: PendingFact, claim: Claim | None, peer: Neighbour, relation: Relation
+    ) -> None:
+        """An observation of a change of belief: the older statement is its version 1."""
+        if (peer.event_at, peer.created_at) <= (fact.event_at, fact.created_at):
+            old, old_claim, new, new_claim = _member(peer), peer.claim, _member(fact), claim
+        else:
+            old, old_claim, new, new_claim = _member(fact), claim, _member(peer), peer.claim
+        text = revised_statement(old.text, new.text, old_claim, new_claim)
+        encoded = (await self._encode([text]))[0]
+        revised = merged_claim(old_claim, new_claim)
+        observation_id = await insert_observation(
+            self._conn,
+            self._bank,
+            text=text,
+            scope=fact.scope,
+            encoded=encoded,
+            claim=revised,
+            origin=self._origin,
+            evidence=[Evidence(old.id, old.text, "superseded"), Evidence(new.id, new.text)],
+            as_of=self._as_of,
+            prior=PriorVersion(
+                timeless(old.text),
+                f"contradicted by a newer fact ({relation.reason})",
+                [new.id],
+            ),
+        )
+        self.tally.created += 1
+        await self._merge(
+            Current(
+                observation_id,
+                text,
+                fact.scope,
+                encoded.embedding,
+                revised,
+                new.event_at,
+                datetime.now(UTC),
+            )
+        )
+
+    async def _create_cluster(
+        self, fact: PendingFact, claim: Claim | None, supporters: Sequence[Neighbour]
+    ) -> None:
+        members = [_member(fact), *(_member(s) for s in supporters)]
+        chosen = representative(members)
+        text = timeless(chosen.text)
+        if text == chosen.text:
+            encoded = EncodedText(chosen.embedding, chosen.token_vectors)
+        else:
+            encoded = (await self._encode([text]))[0]
+        statement_claim = parse_claim(text) or claim
+        observation_id = await insert_observation(
+            self._conn,
+            self._bank,
+            text=text,
+            scope=fact.scope,
+            encoded=encoded,
+            claim=statement_claim,
+            origin=self._origin,
+            evidence=[Evidence(m.id, m.text) for m in members],
+            as_of=self._as_of,
+        )
+        self.tally.created += 1
+        await self._merge(
+            Current(
+                observation_id,
+                text,
+                fact.scope,
+                encoded.embedding,
+                statement_claim,
+                max(m.event_at for m in members),
+                datetime.now(UTC),
+            )
+        )
+
+    async def _merge(self, current: Current) -> None:
+        _, absorbed = await merge_near_duplicates(self._conn, self._bank, current, self._as_of)
+        self.tally.merged += len(absorbed)

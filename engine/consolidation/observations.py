@@ -1,0 +1,219 @@
+"""Reading observations for the API, recall and reflect: evidence, history, sources, status;
+and clearing them."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import asyncpg
+
+from engine.consolidation.freshness import Trend, freshness_trend
+from engine.db import Connection
+from engine.errors import NotFound
+
+
+@dataclass(frozen=True)
+class EvidenceItem:
+    fact_id: str
+    text: str  # the fact's text
+    quote: str
+    stance: str
+    evidence_at: datetime | None
+    added_at: datetime
+
+
+@dataclass(frozen=True)
+class HistoryItem:
+    version: int
+    change: str  # updated | merged | merged_into | retracted
+    previous_text: str
+    new_text: str | None
+    reason: str
+    fact_ids: list[str]
+    related_id: str | None
+    changed_at: datetime
+
+
+@dataclass(frozen=True)
+class ObservationDetail:
+    observation_id: str
+    origin: str
+    version: int
+    proof_count: int
+    trend: str  # as stored by the last change
+    current_trend: Trend  # as of now
+    first_evidence_at: datetime | None
+    last_evidence_at: datetime | None
+    claim: dict[str, Any] | None
+    evidence: list[EvidenceItem]
+    history: list[HistoryItem]
+
+
+@dataclass(frozen=True)
+class ConsolidationStatus:
+    pending: int  # facts waiting for consolidation
+    observations: int
+    facts_consolidated: int
+    last_consolidated_at: datetime | None
+    operation_id: str | None  # the latest consolidation's operation
+    operation_status: str | None
+    progress: dict[str, Any]
+
+
+_DETAIL = """
+SELECT o.observation_id::text AS id, o.origin, o.version, o.trend, o.first_evidence_at,
+       o.last_evidence_at, o.claim, m.proof_count
+FROM observations o JOIN memory_units m ON m.id = o.observation_id
+WHERE o.observation_id = $1 AND o.bank_id = $2
+"""
+_EVIDENCE = """
+SELECT e.fact_id::text AS fact_id, f.text, e.quote, e.stance, e.evidence_at, e.added_at
+FROM observation_evidence e JOIN memory_units f ON f.id = e.fact_id
+WHERE e.observation_id = $1
+ORDER BY e.stance = 'supports' DESC, e.evidence_at DESC NULLS LAST, e.fact_id
+"""
+_HISTORY = """
+SELECT version, change, previous_text, new_text, reason,
+       array(SELECT unnest(fact_ids)::text) AS fact_ids, related_id::text AS related_id,
+       changed_at
+FROM observation_history WHERE observation_id = $1 AND bank_id = $2
+ORDER BY id DESC
+"""
+_SOURCES = """
+SELECT e.observation_id::text AS observation_id,
+       array_agg(e.fact_id::text ORDER BY e.evidence_at, e.fact_id) AS fact_ids
+FROM observation_evidence e
+WHERE e.bank_id = $1 AND e.observation_id = ANY($2::uuid[]) AND e.stance = 'supports'
+GROUP BY e.observation_id
+"""
+_STATUS = """
+SELECT
+  (SELECT count(*) FROM memory_units WHERE bank_id = $1 AND consolidated_at IS NULL
+     AND fact_type <> 'observation') AS pending,
+  (SELECT count(*) FROM memory_units WHERE bank_id = $1 AND fact_type = 'observation')
+     AS observations,
+  (SELECT facts_consolidated FROM consolidation_state WHERE bank_id = $1) AS facts_consolidated,
+  (SELECT last_consolidated_at FROM consolidation_state WHERE bank_id = $1)
+     AS last_consolidated_at,
+  o.operation_id, o.status AS operation_status, o.progress
+FROM (SELECT 1) AS one
+LEFT JOIN LATERAL (SELECT operation_id, status, progress FROM operations
+                   WHERE bank_id = $1 AND kind = 'consolidation'
+                   ORDER BY created_at DESC LIMIT 1) o ON true
+"""
+# Banks with observations on and work waiting: facts on the backlog, or observations that
+# lost all their evidence.
+_BANKS_WITH_WORK = """
+SELECT b.bank_id FROM banks b
+WHERE coalesce((b.config->>'enable_observations')::boolean, true)
+  AND (EXISTS (SELECT 1 FROM memory_units m WHERE m.bank_id = b.bank_id
+                 AND m.consolidated_at IS NULL AND m.fact_type <> 'observation')
+       OR EXISTS (SELECT 1 FROM observations o WHERE o.bank_id = b.bank_id
+                    AND NOT EXISTS (SELECT 1 FROM observation_evidence e
+                                    WHERE e.observation_id = o.observation_id
+                                      AND e.stance = 'supports')))
+ORDER BY b.bank_id
+LIMIT $1
+"""
+
+
+def _history(row: asyncpg.Record) -> HistoryItem:
+    return HistoryItem(
+        version=int(row["version"]),
+        change=row["change"],
+        previous_text=row["previous_text"],
+        new_text=row["new_text"],
+        reason=row["reason"],
+        fact_ids=list(row["fact_ids"]),
+        related_id=row["related_id"],
+        changed_at=row["changed_at"],
+    )
+
+
+async def observation_history(
+    conn: Connection, bank_id: str, observation_id: str
+) -> list[HistoryItem]:
+    """Newest first; also for an observation since retracted or merged into another."""
+    try:
+        rows = await conn.fetch(_HISTORY, observation_id, bank_id)
+    except asyncpg.DataError:
+        return []
+    return [_history(r) for r in rows]
+
+
+async def observation_detail(
+    conn: Connection, bank_id: str, observation_id: str, now: datetime
+) -> ObservationDetail:
+    try:
+        row = await conn.fetchrow(_DETAIL, observation_id, bank_id)
+    except asyncpg.DataError as exc:
+        raise NotFound("observation", observation_id) from exc
+    if row is None:
+        raise NotFound("observation", observation_id)
+    evidence = [
+        EvidenceItem(
+            r["fact_id"], r["text"], r["quote"], r["stance"], r["evidence_at"], r["added_at"]
+        )
+        for r in await conn.fetch(_EVIDENCE, observation_id)
+    ]
+    times = [e.evidence_at for e in evidence if e.stance == "supports" and e.evidence_at]
+    return ObservationDetail(
+        observation_id=row["id"],
+        origin=row["origin"],
+        version=int(row["version"]),
+        proof_count=int(row["proof_count"]),
+        trend=row["trend"],
+        current_trend=freshness_trend(times, now),
+        first_evidence_at=row["first_evidence_at"],
+        last_evidence_at=row["last_evidence_at"],
+        claim=row["claim"],
+        evidence=evidence,
+        history=await observation_history(conn, bank_id, observation_id),
+    )
+
+
+async def observation_sources(
+    conn: Connection, bank_id: str, observation_ids: Sequence[str]
+) -> dict[str, list[str]]:
+    """Observation id → the ids of the facts that support it (oldest first)."""
+    if not observation_ids:
+        return {}
+    rows = await conn.fetch(_SOURCES, bank_id, list(observation_ids))
+    return {r["observation_id"]: list(r["fact_ids"]) for r in rows}
+
+
+async def consolidation_status(conn: Connection, bank_id: str) -> ConsolidationStatus:
+    row = await conn.fetchrow(_STATUS, bank_id)
+    assert row is not None
+    return ConsolidationStatus(
+        pending=int(row["pending"]),
+        observations=int(row["observations"]),
+        facts_consolidated=int(row["facts_consolidated"] or 0),
+        last_consolidated_at=row["last_consolidated_at"],
+        operation_id=row["operation_id"],
+        operation_status=row["operation_status"],
+        progress=dict(row["progress"] or {}),
+    )
+
+
+async def banks_with_work(conn: Connection, limit: int) -> list[str]:
+    return [r["bank_id"] for r in await conn.fetch(_BANKS_WITH_WORK, limit)]
+
+
+async def clear_observations(conn: Connection, bank_id: str) -> int:
+    """Delete a bank's observations and their history; its facts go back on the backlog, so
+    the next consolidation rebuilds observations from scratch."""
+    async with conn.transaction():
+        status = await conn.execute(
+            "DELETE FROM memory_units WHERE bank_id = $1 AND fact_type = 'observation'", bank_id
+        )
+        await conn.execute("DELETE FROM observation_history WHERE bank_id = $1", bank_id)
+        await conn.execute(
+            "UPDATE memory_units SET consolidated_at = NULL WHERE bank_id = $1"
+            " AND fact_type <> 'observation' AND consolidated_at IS NOT NULL",
+            bank_id,
+        )
+        return int(status.rsplit(" ", 1)[-1])

@@ -1,0 +1,384 @@
+"""Writing observations: create, add evidence, revise, retract, absorb a near-duplicate.
+
+Both consolidation paths (local and llm) write only through these functions, inside the
+transaction that also marks their facts consolidated. An observation is a memory_units row
+like any fact, so each write keeps what recall reads in step: the embedding and token vectors,
+the BM25 terms (`memory_terms`, `token_count`, and `bank_stats.total_terms` on a rewrite: the
+statistics triggers only see inserts and deletes), the tags scope and the entity links (the
+entities of its supporting facts).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Literal
+
+from pgvector import Vector
+
+from engine.consolidation.claims import Claim
+from engine.consolidation.encode import EncodedText
+from engine.consolidation.freshness import freshness_trend
+from engine.db import Connection
+from engine.errors import NotFound
+from engine.text import term_frequencies
+
+Stance = Literal["supports", "superseded", "contradicts"]
+Change = Literal["updated", "merged", "merged_into", "retracted"]
+Origin = Literal["local", "llm"]
+
+
+@dataclass(frozen=True)
+class Evidence:
+    fact_id: str
+    quote: str
+    stance: Stance = "supports"
+
+
+@dataclass(frozen=True)
+class PriorVersion:
+    """A version the observation had before it was stored (a superseded older fact)."""
+
+    text: str
+    reason: str
+    fact_ids: list[str]
+
+
+_INSERT_UNIT = """
+INSERT INTO memory_units (id, bank_id, fact_type, text, tags, proof_count, embedding,
+                          token_count, token_vectors, consolidated_at)
+VALUES ($1, $2, 'observation', $3, $4::text[], 0, $5, $6, $7, now())
+"""
+_INSERT_OBSERVATION = """
+INSERT INTO observations (observation_id, bank_id, origin, version, claim)
+VALUES ($1, $2, $3, $4, $5)
+"""
+_TERMS = """
+INSERT INTO memory_terms (bank_id, term, unit_id, tf)
+SELECT $1, t.term, $2, t.tf FROM unnest($3::text[], $4::int[]) AS t(term, tf)
+"""
+_EVIDENCE = """
+INSERT INTO observation_evidence (observation_id, fact_id, bank_id, quote, stance, evidence_at)
+SELECT $1, f.id, $2, e.quote, e.stance, coalesce(f.occurred_start, f.mentioned_at, f.created_at)
+FROM unnest($3::uuid[], $4::text[], $5::text[]) AS e(fact_id, quote, stance)
+JOIN memory_units f ON f.id = e.fact_id AND f.bank_id = $2
+ON CONFLICT (observation_id, fact_id)
+DO UPDATE SET stance = EXCLUDED.stance, quote = EXCLUDED.quote
+"""
+_SUPERSEDE = """
+UPDATE observation_evidence SET stance = 'superseded'
+WHERE observation_id = $1 AND stance = 'supports'
+"""
+_HISTORY = """
+INSERT INTO observation_history (bank_id, observation_id, version, change, previous_text,
+                                 new_text, reason, fact_ids, related_id)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8::uuid[], $9)
+"""
+_CURRENT = """
+SELECT m.text, m.token_count, o.version FROM memory_units m
+JOIN observations o ON o.observation_id = m.id
+WHERE m.id = $1 AND m.bank_id = $2
+FOR UPDATE OF m
+"""
+_REWRITE_UNIT = """
+UPDATE memory_units SET text = $2, embedding = $3, token_vectors = $4, token_count = $5,
+                        updated_at = now()
+WHERE id = $1
+"""
+_REWRITE_OBSERVATION = """
+UPDATE observations SET version = version + 1, claim = $2 WHERE observation_id = $1
+"""
+_TOTAL_TERMS = "UPDATE bank_stats SET total_terms = total_terms + $2 WHERE bank_id = $1"
+_SUPPORT = """
+SELECT count(*)::int AS n, min(f.occurred_start) AS occurred_start,
+       max(coalesce(f.occurred_end, f.occurred_start)) AS occurred_end,
+       max(f.mentioned_at) AS mentioned_at,
+       coalesce(array_agg(e.evidence_at ORDER BY e.evidence_at)
+                FILTER (WHERE e.evidence_at IS NOT NULL), '{}') AS times
+FROM observation_evidence e JOIN memory_units f ON f.id = e.fact_id
+WHERE e.observation_id = $1 AND e.stance = 'supports'
+"""
+_REFRESH_UNIT = """
+UPDATE memory_units SET proof_count = $2, occurred_start = $3, occurred_end = $4,
+                        mentioned_at = $5, updated_at = now()
+WHERE id = $1
+"""
+_REFRESH_OBSERVATION = """
+UPDATE observations SET first_evidence_at = $2, last_evidence_at = $3, trend = $4
+WHERE observation_id = $1
+"""
+_DROP_ENTITIES = """
+DELETE FROM unit_entities ue WHERE ue.unit_id = $1 AND NOT EXISTS (
+    SELECT 1 FROM observation_evidence e JOIN unit_entities fe ON fe.unit_id = e.fact_id
+    WHERE e.observation_id = $1 AND e.stance = 'supports' AND fe.entity_id = ue.entity_id)
+"""
+_ADD_ENTITIES = """
+INSERT INTO unit_entities (unit_id, entity_id, bank_id)
+SELECT DISTINCT $1::uuid, fe.entity_id, $2 FROM observation_evidence e
+JOIN unit_entities fe ON fe.unit_id = e.fact_id
+WHERE e.observation_id = $1 AND e.stance = 'supports'
+ON CONFLICT DO NOTHING
+"""
+_ABSORB_EVIDENCE = """
+INSERT INTO observation_evidence (observation_id, fact_id, bank_id, quote, stance, evidence_at,
+                                  added_at)
+SELECT $1, fact_id, bank_id, quote, coalesce($3, stance), evidence_at, added_at
+FROM observation_evidence WHERE observation_id = $2
+ON CONFLICT (observation_id, fact_id) DO NOTHING
+"""
+_MARK = """
+UPDATE memory_units SET consolidated_at = now()
+WHERE id = ANY($1::uuid[]) AND consolidated_at IS NULL
+"""
+
+
+async def _store_terms(conn: Connection, bank_id: str, unit_id: str, text: str) -> int:
+    tf, length = term_frequencies(text)
+    await conn.execute(_TERMS, bank_id, unit_id, list(tf), list(tf.values()))
+    return length
+
+
+async def _history(
+    conn: Connection,
+    bank_id: str,
+    observation_id: str,
+    version: int,
+    change: Change,
+    previous_text: str,
+    new_text: str | None,
+    reason: str,
+    fact_ids: Sequence[str],
+    related_id: str | None = None,
+) -> None:
+    await conn.execute(
+        _HISTORY,
+        bank_id,
+        observation_id,
+        version,
+        change,
+        previous_text,
+        new_text,
+        reason,
+        list(fact_ids),
+        related_id,
+    )
+
+
+async def insert_observation(
+    conn: Connection,
+    bank_id: str,
+    *,
+    text: str,
+    scope: Sequence[str],
+    encoded: EncodedText,
+    claim: Claim | None,
+    origin: Origin,
+    evidence: Sequence[Evidence],
+    as_of: datetime,
+    prior: PriorVersion | None = None,
+) -> str:
+    """A new observation with its evidence; `prior` records the belief it replaces."""
+    observation_id = str(uuid.uuid4())
+    tf, length = term_frequencies(text)
+    await conn.execute(
+        _INSERT_UNIT,
+        observation_id,
+        bank_id,
+        text,
+        list(scope),
+        Vector(encoded.embedding),
+        length,
+        encoded.token_vectors,
+    )
+    await conn.execute(_TERMS, bank_id, observation_id, list(tf), list(tf.values()))
+    version = 1 if prior is None else 2
+    await conn.execute(
+        _INSERT_OBSERVATION,
+        observation_id,
+        bank_id,
+        origin,
+        version,
+        claim.to_json() if claim else None,
+    )
+    if prior is not None:
+        await _history(
+            conn,
+            bank_id,
+            observation_id,
+            1,
+            "updated",
+            prior.text,
+            text,
+            prior.reason,
+            prior.fact_ids,
+        )
+    await add_evidence(conn, bank_id, observation_id, evidence)
+    await refresh_observation(conn, bank_id, observation_id, as_of)
+    return observation_id
+
+
+async def add_evidence(
+    conn: Connection, bank_id: str, observation_id: str, evidence: Sequence[Evidence]
+) -> None:
+    if not evidence:
+        return
+    await conn.execute(
+        _EVIDENCE,
+        observation_id,
+        bank_id,
+        [e.fact_id for e in evidence],
+        [e.quote for e in evidence],
+        [e.stance for e in evidence],
+    )
+
+
+async def supersede_evidence(conn: Connection, observation_id: str) -> None:
+    """The current version's evidence now supports an earlier version only."""
+    await conn.execute(_SUPERSEDE, observation_id)
+
+
+async def rewrite_observation(
+    conn: Connection,
+    bank_id: str,
+    observation_id: str,
+    *,
+    text: str,
+    encoded: EncodedText,
+    claim: Claim | None,
+    reason: str,
+    fact_ids: Sequence[str],
+) -> None:
+    """New text for an observation; the previous one goes to its history with the reason."""
+    current = await conn.fetchrow(_CURRENT, observation_id, bank_id)
+    if current is None:
+        raise NotFound("observation", observation_id)
+    await _history(
+        conn,
+        bank_id,
+        observation_id,
+        int(current["version"]),
+        "updated",
+        current["text"],
+        text,
+        reason,
+        fact_ids,
+    )
+    await conn.execute("DELETE FROM memory_terms WHERE unit_id = $1", observation_id)
+    length = await _store_terms(conn, bank_id, observation_id, text)
+    await conn.execute(
+        _REWRITE_UNIT,
+        observation_id,
+        text,
+        Vector(encoded.embedding),
+        encoded.token_vectors,
+        length,
+    )
+    await conn.execute(_TOTAL_TERMS, bank_id, length - int(current["token_count"]))
+    await conn.execute(_REWRITE_OBSERVATION, observation_id, claim.to_json() if claim else None)
+
+
+async def retract_observation(
+    conn: Connection,
+    bank_id: str,
+    observation_id: str,
+    *,
+    reason: str,
+    fact_ids: Sequence[str],
+    change: Change = "retracted",
+    related_id: str | None = None,
+) -> None:
+    """Remove an observation; its history keeps the last text and why it went."""
+    current = await conn.fetchrow(_CURRENT, observation_id, bank_id)
+    if current is None:
+        raise NotFound("observation", observation_id)
+    await _history(
+        conn,
+        bank_id,
+        observation_id,
+        int(current["version"]),
+        change,
+        current["text"],
+        None,
+        reason,
+        fact_ids,
+        related_id,
+    )
+    await conn.execute("DELETE FROM memory_units WHERE id = $1", observation_id)
+
+
+async def absorb_observation(
+    conn: Connection,
+    bank_id: str,
+    survivor: str,
+    absorbed: str,
+    *,
+    reason: str,
+    stance: Stance | None,
+    as_of: datetime,
+) -> None:
+    """Fold `absorbed` into `survivor`: its evidence moves over (as `stance` when given),
+    both histories say so, and `absorbed` is removed."""
+    await conn.execute(_ABSORB_EVIDENCE, survivor, absorbed, stance)
+    current = await conn.fetchrow(_CURRENT, survivor, bank_id)
+    if current is None:
+        raise NotFound("observation", survivor)
+    gone = await conn.fetchrow(_CURRENT, absorbed, bank_id)
+    if gone is None:
+        raise NotFound("observation", absorbed)
+    await _history(
+        conn,
+        bank_id,
+        survivor,
+        int(current["version"]),
+        "merged",
+        current["text"],
+        current["text"],
+        f"{reason}: absorbed “{gone['text']}”",
+        [],
+        absorbed,
+    )
+    await retract_observation(
+        conn,
+        bank_id,
+        absorbed,
+        reason=reason,
+        fact_ids=[],
+        change="merged_into",
+        related_id=survivor,
+    )
+    await refresh_observation(conn, bank_id, survivor, as_of)
+
+
+async def refresh_observation(
+    conn: Connection, bank_id: str, observation_id: str, as_of: datetime
+) -> int:
+    """Recompute what follows from the supporting evidence (proof count, time range,
+    freshness, entity links); returns the proof count."""
+    support = await conn.fetchrow(_SUPPORT, observation_id)
+    assert support is not None
+    times: list[datetime] = list(support["times"])
+    count = int(support["n"])
+    await conn.execute(
+        _REFRESH_UNIT,
+        observation_id,
+        count,
+        support["occurred_start"],
+        support["occurred_end"],
+        support["mentioned_at"],
+    )
+    await conn.execute(
+        _REFRESH_OBSERVATION,
+        observation_id,
+        times[0] if times else None,
+        times[-1] if times else None,
+        freshness_trend(times, as_of),
+    )
+    await conn.execute(_DROP_ENTITIES, observation_id)
+    await conn.execute(_ADD_ENTITIES, observation_id, bank_id)
+    return count
+
+
+async def mark_consolidated(conn: Connection, fact_ids: Sequence[str]) -> None:
+    await conn.execute(_MARK, list(fact_ids))

@@ -1,0 +1,1 @@
+"""Bulk import of chat history and notes: format detection, parsers, staging and export."""

@@ -1,0 +1,111 @@
+"""Records that travel between the import route, the import workflows and their activities.
+
+None of them carries document content: documents wait in `import_documents` and are loaded
+by the activity that needs them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from engine.retain.payloads import DocumentPlan, RetainOptions
+
+
+@dataclass(frozen=True)
+class ImportTotals:
+    """What finished documents added up to (carried across continue-as-new)."""
+
+    documents: int = 0
+    items: int = 0
+    facts_added: int = 0
+    facts_removed: int = 0
+    chunks_added: int = 0
+    chunks_removed: int = 0
+    links_added: int = 0
+    documents_failed: int = 0
+    failures: list[str] = field(default_factory=list)  # "<document id>: <reason>", the first few
+
+
+@dataclass(frozen=True)
+class ImportRequest:
+    bank_id: str
+    operation_id: str
+    documents_total: int
+    items_total: int
+    options: RetainOptions = field(default_factory=RetainOptions)
+    cursor: int = 0  # documents with seq < cursor are done (set when continuing as new)
+    done: ImportTotals = field(default_factory=ImportTotals)
+    # Documents per workflow run before it continues as new (about 10 history events each,
+    # so a run stays far below Temporal's history limits whatever the import's size).
+    documents_per_run: int = 500
+
+
+@dataclass(frozen=True)
+class ImportPage:
+    operation_id: str
+    after_seq: int  # -1 for the first page
+    limit: int
+
+
+@dataclass(frozen=True)
+class StagedDocumentRef:
+    seq: int
+    document_id: str
+    records: int
+
+
+@dataclass(frozen=True)
+class ImportDocumentJob:
+    bank_id: str
+    operation_id: str
+    seq: int
+    document_id: str
+    records: int
+    options: RetainOptions = field(default_factory=RetainOptions)
+
+
+@dataclass(frozen=True)
+class ImportUpsert:
+    bank_id: str
+    operation_id: str
+    seq: int
+    plan: DocumentPlan
+
+
+@dataclass(frozen=True)
+class DocumentProgress:
+    """A document workflow's share of its work done, in thousandths (signalled to the parent)."""
+
+    seq: int
+    permille: int
+
+
+@dataclass(frozen=True)
+class ImportFinish:
+    operation_id: str
+
+
+@dataclass(frozen=True)
+class ImportProgress:
+    documents_total: int
+    documents_done: int
+    documents_failed: int
+    items_total: int
+    items_done: int
+    facts_added: int
+
+    def as_counts(self) -> dict[str, int]:
+        return {
+            "documents_total": self.documents_total,
+            "documents_done": self.documents_done,
+            "documents_failed": self.documents_failed,
+            "items_total": self.items_total,
+            "items_done": self.items_done,
+            "facts_added": self.facts_added,
+        }
+
+
+@dataclass(frozen=True)
+class ImportResult:
+    operation_id: str
+    totals: ImportTotals

@@ -1,0 +1,1 @@
+"""Recall: four retrieval arms, fusion, reranking, diversification and the token budget."""

@@ -1,0 +1,39 @@
+"""The token budget: how many facts fit in `max_tokens`.
+
+Tokens are estimated as ceil(characters / 4), the usual English average for BPE tokenisers
+(cl100k and MiniLM's WordPiece both land within ~20% on chat text); the same estimate is used
+for every budget (results, entities, chunks), so budgets are consistent with each other and
+cost nothing to compute.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import TypeVar
+
+T = TypeVar("T")
+
+CHARS_PER_TOKEN = 4
+
+
+def estimate_tokens(text: str) -> int:
+    return math.ceil(len(text) / CHARS_PER_TOKEN)
+
+
+def fill_budget(
+    items: Sequence[T], cost: Callable[[T], int], max_tokens: int
+) -> tuple[list[T], int]:
+    """Items in order while they fit; one that does not fit is skipped and filling goes on.
+    A fact is never cut. If the first item alone exceeds the budget it is returned alone.
+    Returns the kept items and the tokens they use."""
+    kept: list[T] = []
+    used = 0
+    for index, item in enumerate(items):
+        tokens = cost(item)
+        if index == 0 and tokens > max_tokens:
+            return [item], tokens
+        if used + tokens <= max_tokens:
+            kept.append(item)
+            used += tokens
+    return kept, used

@@ -1,0 +1,464 @@
+"""Recall, orchestrated: analyse → four arms at once → fuse → rerank → score → MMR → budget.
+
+Straight from PostgreSQL, no LLM, no Temporal. Each arm borrows its own pooled connection so
+the arms' queries run in parallel on the server; CPU work (query embedding, date parsing,
+reranking, MMR) runs in the thread pool, never on the event loop. The keyword arm starts as
+soon as the query is tokenised, without waiting for its embedding; the graph arm starts as
+soon as the other arms have produced its seeds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from concurrent.futures import Executor
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+
+from engine.bm25 import BM25Params
+from engine.db import Pool
+from engine.embedding import Embedder
+from engine.recall.budget import estimate_tokens, fill_budget
+from engine.recall.candidates import (
+    fetch_chunks,
+    fetch_entity_states,
+    fetch_evidence,
+    fetch_rows,
+)
+from engine.recall.config import RecallConfig
+from engine.recall.fusion import fuse_rrf, seeds_of, shortlist
+from engine.recall.graph import graph_arm
+from engine.recall.keyword import keyword_arm
+from engine.recall.mmr import mmr_order
+from engine.recall.query import QueryText, QueryVectors, analyse_text, embed_query
+from engine.recall.rerank import MaxSimReranker, Reranker
+from engine.recall.scoring import combined_scores
+from engine.recall.semantic import semantic_arm
+from engine.recall.temporal import temporal_arm
+from engine.recall.types import (
+    ArmName,
+    ArmResult,
+    CandidateRow,
+    ChunkText,
+    EntityState,
+    Fused,
+    RecalledMemory,
+    RecallRequest,
+    RecallResult,
+    Scores,
+    TimeWindow,
+)
+
+TRACE_TOP = 20  # hits per arm and fused candidates listed in a trace
+
+
+@dataclass(frozen=True)
+class Ranked:
+    """The CPU stage's output: candidates in final order with their scores."""
+
+    memories: list[RecalledMemory]
+    rerank_ms: float
+    dropped_by_floor: int
+    moved_by_rerank: int
+    moved_by_mmr: int
+
+
+@dataclass
+class _Timer:
+    marks: dict[str, float] = field(default_factory=dict)
+
+    def add(self, name: str, started: float) -> None:
+        self.marks[name] = round((time.perf_counter() - started) * 1000, 3)
+
+
+class RecallEngine:
+    def __init__(
+        self,
+        pool: Pool,
+        embedder: Embedder,
+        cpu: Executor,
+        reranker: Reranker | None,
+        config: RecallConfig | None = None,
+        bm25: BM25Params | None = None,
+    ) -> None:
+        self._pool = pool
+        self._embedder = embedder
+        self._cpu = cpu
+        self._reranker = reranker
+        self._config = config or RecallConfig()
+        self._bm25 = bm25 or BM25Params()
+
+    @property
+    def config(self) -> RecallConfig:
+        return self._config
+
+    @property
+    def reranker_name(self) -> str:
+        return self._reranker.name if self._reranker is not None else "none"
+
+    async def recall(self, request: RecallRequest) -> RecallResult:
+        started = time.perf_counter()
+        timer = _Timer()
+        reference = request.query_timestamp or datetime.now(UTC)
+        loop = asyncio.get_running_loop()
+        text_future = loop.run_in_executor(self._cpu, analyse_text, request.query, reference)
+        vector_future = loop.run_in_executor(self._cpu, embed_query, self._embedder, request.query)
+        async with asyncio.TaskGroup() as group:
+            text_task = group.create_task(_timed(text_future, timer, "analyse"))
+            vector_task = group.create_task(_timed(vector_future, timer, "embed"))
+            keyword = group.create_task(self._keyword(request, text_task))
+            semantic = group.create_task(self._semantic(request, vector_task))
+            temporal = group.create_task(self._temporal(request, text_task, vector_task))
+            graph = group.create_task(
+                self._graph(request, vector_task, (semantic, keyword, temporal))
+            )
+        arms = [semantic.result(), keyword.result(), graph.result(), temporal.result()]
+        text, vectors = text_task.result(), vector_task.result()
+        window = request.temporal_window or text.window
+        timer.add("retrieve", started)
+
+        config = self._config
+        fused = fuse_rrf(arms, k=config.rrf_k, weights=config.weights, caps=config.caps)
+        profile = config.budget(request.budget)
+        candidates = shortlist(fused, arms, profile.rerank_depth, config.reserve)
+        fetch_started = time.perf_counter()
+        reranker = self._reranker
+        maxsim = isinstance(reranker, MaxSimReranker)
+        neighbours = (
+            config.context_neighbours
+            if isinstance(reranker, MaxSimReranker) and reranker.wants_context
+            else 0
+        )
+        rows = await fetch_rows(
+            self._pool,
+            request.bank_id,
+            [f.unit_id for f in candidates],
+            token_vectors=maxsim,
+            entities=request.include_entities,
+            neighbours=neighbours,
+        )
+        timer.add("fetch", fetch_started)
+        by_id = {f.unit_id: f for f in candidates}
+        ranked = await loop.run_in_executor(
+            self._cpu,
+            self._rank,
+            request,
+            vectors,
+            rows,
+            [by_id[r.id] for r in rows],
+            reference,
+            window,
+        )
+        timer.marks["rerank"] = round(ranked.rerank_ms, 3)
+        kept, used = fill_budget(ranked.memories, lambda m: m.tokens, request.max_tokens)
+        entities = chunks = None
+        if kept and (request.include_entities or request.include_chunks):
+            extras_started = time.perf_counter()
+            entities, chunks = await self._extras(request, kept)
+            timer.add("include", extras_started)
+        sources = await self._sources(request, kept) if request.include_source_facts else None
+        timer.add("total", started)
+        trace = (
+            _trace(request, text, window, arms, fused, ranked, kept, used, timer, self)
+            if request.trace
+            else None
+        )
+        result = RecallResult(kept, entities, chunks, trace, dict(timer.marks), arms)
+        if sources is not None:
+            ids, facts, truncated = sources
+            result = replace(
+                result, source_fact_ids=ids, source_facts=facts, source_facts_truncated=truncated
+            )
+        return result
+
+    async def _keyword(
+        self, request: RecallRequest, text_task: asyncio.Task[QueryText]
+    ) -> ArmResult:
+        text = await text_task
+        profile = self._config.budget(request.budget)
+        async with self._pool.acquire() as conn:
+            return await keyword_arm(
+                conn, request, text.terms, limit=profile.arm_limit, params=self._bm25
+            )
+
+    async def _semantic(
+        self, request: RecallRequest, vector_task: asyncio.Task[QueryVectors]
+    ) -> ArmResult:
+        vectors = await vector_task
+        profile = self._config.budget(request.budget)
+        async with self._pool.acquire() as conn:
+            return await semantic_arm(
+                conn,
+                request,
+                vectors.vector,
+                limit=profile.arm_limit,
+                ef_search=profile.ef_search,
+                floor=self._config.similarity_floor,
+            )
+
+    async def _temporal(
+        self,
+        request: RecallRequest,
+        text_task: asyncio.Task[QueryText],
+        vector_task: asyncio.Task[QueryVectors],
+    ) -> ArmResult:
+        text = await text_task
+        window = request.temporal_window or text.window
+        if window is None:
+            return ArmResult("temporal", [], 0.0, "no time window in the query")
+        vectors = await vector_task
+        profile = self._config.budget(request.budget)
+        async with self._pool.acquire() as conn:
+            return await temporal_arm(
+                conn,
+                request,
+                vectors.vector,
+                window,
+                limit=profile.arm_limit,
+                ef_search=profile.ef_search,
+                spread_seeds=self._config.temporal_spread_seeds,
+                spread_decay=self._config.temporal_spread_decay,
+                fanout=profile.graph_fanout,
+            )
+
+    async def _graph(
+        self,
+        request: RecallRequest,
+        vector_task: asyncio.Task[QueryVectors],
+        sources: Sequence[asyncio.Task[ArmResult]],
+    ) -> ArmResult:
+        config = self._config
+        if config.weights.get("graph", 0.0) <= 0:
+            return ArmResult("graph", [], 0.0, "weighted 0")
+        vectors = await vector_task
+        arms = [await task for task in sources]
+        profile = config.budget(request.budget)
+        seeds = seeds_of(arms, profile.graph_seeds)
+        async with self._pool.acquire() as conn:
+            return await graph_arm(
+                conn,
+                request,
+                vectors.vector,
+                seeds,
+                limit=profile.arm_limit,
+                fanout=profile.graph_fanout,
+                type_weights=config.link_type_weights,
+                max_entity_mentions=config.max_entity_mentions,
+                similarity_weight=config.graph_similarity_weight,
+                exclude={hit.unit_id for arm in arms for hit in arm.hits},
+            )
+
+    def _rank(
+        self,
+        request: RecallRequest,
+        vectors: QueryVectors,
+        rows: list[CandidateRow],
+        fused: list[Fused],
+        reference: datetime,
+        window: TimeWindow | None,
+    ) -> Ranked:
+        """CPU stage (thread pool): rerank, combine, floor, diversify."""
+        started = time.perf_counter()
+        if not rows:
+            return Ranked([], 0.0, 0, 0, 0)
+        config = self._config
+        reranked = (
+            self._reranker.score(request.query, vectors.tokens, rows)
+            if self._reranker is not None
+            else None
+        )
+        embeddings = np.stack([row.embedding for row in rows])
+        semantic = embeddings @ vectors.vector
+        finals = combined_scores(
+            rows,
+            [f.score for f in fused],
+            reranked,
+            reference=reference,
+            window=window,
+            prefer_observations=request.prefer_observations,
+            config=config,
+        )
+        floors = request.min_scores
+        keep: list[int] = []
+        for i, f in enumerate(fused):
+            keyword = f.scores.get("keyword", 0.0)
+            if (
+                (floors.semantic is not None and semantic[i] < floors.semantic)
+                or (floors.keyword is not None and keyword < floors.keyword)
+                or (
+                    floors.reranker is not None
+                    and reranked is not None
+                    and reranked[i] < floors.reranker
+                )
+                or (floors.final is not None and finals[i] < floors.final)
+            ):
+                continue
+            keep.append(i)
+        by_final = sorted(keep, key=lambda i: (-finals[i], i))
+        order = [
+            by_final[j]
+            for j in mmr_order(
+                [finals[i] for i in by_final], embeddings[by_final], config.mmr_lambda
+            )
+        ]
+        memories = [
+            RecalledMemory(
+                rows[i],
+                Scores(
+                    final=finals[i],
+                    semantic=float(semantic[i]),
+                    keyword=fused[i].scores.get("keyword"),
+                    reranker=reranked[i] if reranked is not None else None,
+                    fused=fused[i].score,
+                    arms=dict(fused[i].scores),
+                    ranks=dict(fused[i].ranks),
+                ),
+                estimate_tokens(rows[i].text),
+            )
+            for i in order
+        ]
+        moved_by_rerank = sum(1 for pos, i in enumerate(by_final) if i != keep[pos])
+        moved_by_mmr = sum(1 for a, b in zip(order, by_final, strict=True) if a != b)
+        elapsed = (time.perf_counter() - started) * 1000
+        return Ranked(memories, elapsed, len(rows) - len(keep), moved_by_rerank, moved_by_mmr)
+
+    async def _sources(
+        self, request: RecallRequest, kept: list[RecalledMemory]
+    ) -> tuple[dict[str, list[str]], list[CandidateRow], bool]:
+        return await _sources_of(self._pool, request, kept)
+
+    async def _extras(
+        self, request: RecallRequest, kept: list[RecalledMemory]
+    ) -> tuple[list[EntityState] | None, list[ChunkText] | None]:
+        entities = chunks = None
+        async with self._pool.acquire() as conn:
+            if request.include_entities:
+                names = list(dict.fromkeys(n for m in kept for n in m.row.entities))
+                fitted, _ = fill_budget(names, estimate_tokens, request.entities_max_tokens)
+                entities = await fetch_entity_states(conn, request.bank_id, fitted)
+            if request.include_chunks:
+                ids = list(dict.fromkeys(m.row.chunk_id for m in kept if m.row.chunk_id))
+                found = await fetch_chunks(conn, request.bank_id, ids)
+                chunks = _fit_chunks(
+                    [(cid, *found[cid]) for cid in ids if cid in found],
+                    request.chunks_max_tokens,
+                )
+        return entities, chunks
+
+
+async def _sources_of(
+    pool: Pool, request: RecallRequest, kept: list[RecalledMemory]
+) -> tuple[dict[str, list[str]], list[CandidateRow], bool]:
+    """The returned observations' supporting facts, filling source_facts_max_tokens in
+    result order (an observation's newest evidence first)."""
+    observations = [m.row.id for m in kept if m.row.fact_type == "observation"]
+    if not observations:
+        return {}, [], False
+    async with pool.acquire() as conn:
+        evidence = await fetch_evidence(conn, observations)
+    wanted = list(dict.fromkeys(f for o in observations for f in evidence.get(o, [])))
+    rows = await fetch_rows(pool, request.bank_id, wanted, token_vectors=False, entities=True)
+    fitted, _ = fill_budget(
+        rows, lambda r: estimate_tokens(r.text), request.source_facts_max_tokens
+    )
+    return evidence, fitted, len(fitted) < len(rows)
+
+
+def _fit_chunks(chunks: list[tuple[str, str, int]], max_tokens: int) -> list[ChunkText]:
+    """Chunks in result order; the first that does not fit is cut to what is left, then stop."""
+    out: list[ChunkText] = []
+    left = max_tokens
+    for chunk_id, text, index in chunks:
+        tokens = estimate_tokens(text)
+        if tokens <= left:
+            out.append(ChunkText(chunk_id, text, index, False))
+            left -= tokens
+            continue
+        if left > 0:
+            out.append(ChunkText(chunk_id, text[: left * 4], index, True))
+        break
+    return out
+
+
+async def _timed(future: asyncio.Future[Any], timer: _Timer, name: str) -> Any:
+    started = time.perf_counter()
+    result = await future
+    timer.add(name, started)
+    return result
+
+
+def _trace(
+    request: RecallRequest,
+    text: QueryText,
+    window: TimeWindow | None,
+    arms: list[ArmResult],
+    fused: list[Fused],
+    ranked: Ranked,
+    kept: list[RecalledMemory],
+    used: int,
+    timer: _Timer,
+    engine: RecallEngine,
+) -> dict[str, Any]:
+    config = engine.config
+    profile = config.budget(request.budget)
+    arm_trace: dict[ArmName, Any] = {
+        arm.arm: {
+            "candidates": len(arm.hits),
+            "elapsed_ms": round(arm.elapsed_ms, 3),
+            "note": arm.note,
+            "weight": config.weights.get(arm.arm, 0.0),
+            "cap": config.caps.get(arm.arm),
+            "hits": [
+                {"id": h.unit_id, "rank": rank, "score": h.score}
+                for rank, h in enumerate(arm.hits[:TRACE_TOP], start=1)
+            ],
+        }
+        for arm in arms
+    }
+    return {
+        "query": request.query,
+        "budget": request.budget,
+        "terms": text.terms,
+        "window": None
+        if window is None
+        else {
+            "start": window.start.isoformat(),
+            "end": window.end.isoformat(),
+            "expression": text.expression if request.temporal_window is None else "",
+            "source": "request" if request.temporal_window is not None else "query",
+        },
+        "arms": arm_trace,
+        "fusion": {
+            "method": "weighted_rrf",
+            "k": config.rrf_k,
+            "candidates": len(fused),
+            "reranked": min(len(fused), profile.rerank_depth),
+            "top": [
+                {"id": f.unit_id, "score": f.score, "ranks": f.ranks} for f in fused[:TRACE_TOP]
+            ],
+        },
+        "rerank": {
+            "reranker": engine.reranker_name,
+            "weight": config.rerank_weight,
+            "moved": ranked.moved_by_rerank,
+            "elapsed_ms": round(ranked.rerank_ms, 3),
+        },
+        "scoring": {
+            "recency_weight": config.recency_weight,
+            "temporal_weight": config.temporal_weight,
+            "proof_weight": config.proof_weight,
+            "dropped_by_min_scores": ranked.dropped_by_floor,
+        },
+        "mmr": {"lambda": config.mmr_lambda, "moved": ranked.moved_by_mmr},
+        "token_budget": {
+            "max_tokens": request.max_tokens,
+            "used": used,
+            "results": len(kept),
+            "skipped": len(ranked.memories) - len(kept),
+        },
+        "timings_ms": dict(timer.marks),
+    }

@@ -1,0 +1,149 @@
+"""Graph arm: expand from the other arms' best candidates through stored links and entities.
+
+Seeds are the top few hits of the semantic, keyword and temporal arms, each weighted
+1 / (1 + rank) by its best rank. A neighbour n of seed s scores
+    w_s · link_weight · type_weight[link_type]                     (memory_links, both ways)
+    w_s · specificity(e) for each entity e that s and n mention     (unit_entities)
+summed over seeds, then scaled by (1 − β + β·max(0, cos(n, query))): a linked on-topic fact
+beats an equally linked off-topic one, but a second hop, which by nature says something
+the query does not, is not scored out of existence (β = 0.5).
+Facts the other arms already found are left out: the graph's job is to reach what they
+missed, and its best new finds are guaranteed a place in the rerank (config `reserve`).
+specificity(e) = ln((N + 1) / (n_e + 0.5)) / ln(N + 1) for an entity mentioned by n_e of the
+bank's N facts: 1 for a name on one fact, near 0 for the user's own name.
+
+Work is bounded: at most `fanout` links per seed (strongest first), entities mentioned by more
+than `max_entity_mentions` facts are not expanded, and each expanded entity contributes at
+most `fanout` facts (the most similar to the query).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence, Set
+
+from pgvector import Vector
+
+from engine.db import Connection
+from engine.recall.filters import filter_args, filter_sql
+from engine.recall.types import ArmHit, ArmResult, FloatVector, RecallRequest
+from engine.store.memories import TagsMatch
+
+_N_FACTS = "SELECT coalesce((SELECT unit_count FROM bank_stats WHERE bank_id = $1), 0)"
+
+
+def links_sql(tags_match: TagsMatch) -> str:
+    """Neighbours along memory_links ($4 seeds, $5 seed weights, $6 fan-out, $7 query)."""
+    return f"""
+WITH seeds AS (SELECT * FROM unnest($4::uuid[], $5::float8[]) AS s(id, w))
+SELECT m.id::text AS id, l.link_type, s.w * l.weight AS strength,
+       1 - (m.embedding <=> $7) AS similarity
+FROM seeds s
+CROSS JOIN LATERAL (
+    SELECT other, link_type, weight FROM (
+        SELECT to_unit AS other, link_type, weight FROM memory_links WHERE from_unit = s.id
+        UNION ALL
+        SELECT from_unit, link_type, weight FROM memory_links WHERE to_unit = s.id
+    ) x ORDER BY weight DESC, other LIMIT $6
+) l
+JOIN memory_units m ON m.id = l.other
+WHERE {filter_sql("m", tags_match)} AND m.id <> ALL($4::uuid[])
+"""
+
+
+def entities_sql(tags_match: TagsMatch) -> str:
+    """Facts sharing the seeds' entities ($4 seeds, $5 weights, $6 fan-out, $7 query,
+    $8 mention cap, $9 bank size)."""
+    return f"""
+WITH seeds AS (SELECT * FROM unnest($4::uuid[], $5::float8[]) AS s(id, w)),
+shared AS (
+    SELECT ue.entity_id, sum(s.w) AS w,
+           ln(($9::float8 + 1) / (e.mention_count + 0.5)) / ln($9::float8 + 2) AS specificity
+    FROM seeds s
+    JOIN unit_entities ue ON ue.unit_id = s.id
+    JOIN entities e ON e.id = ue.entity_id
+    WHERE e.mention_count <= $8
+    GROUP BY ue.entity_id, e.mention_count
+)
+SELECT x.id::text AS id, 'entity_shared' AS link_type, sh.w * sh.specificity AS strength,
+       x.similarity
+FROM shared sh
+CROSS JOIN LATERAL (
+    SELECT m.id, 1 - (m.embedding <=> $7) AS similarity
+    FROM unit_entities ue JOIN memory_units m ON m.id = ue.unit_id
+    WHERE ue.entity_id = sh.entity_id AND {filter_sql("m", tags_match)}
+      AND m.id <> ALL($4::uuid[])
+    ORDER BY m.embedding <=> $7
+    LIMIT $6
+) x
+"""
+
+
+def graph_scores(
+    rows: Sequence[tuple[str, str, float, float]],
+    type_weights: Mapping[str, float],
+    *,
+    similarity_weight: float,
+    exclude: Set[str] = frozenset(),
+) -> list[ArmHit]:
+    """Sum each neighbour's weighted link strengths, scaled by its query similarity; best
+    first, ties by id; neighbours in `exclude` are dropped."""
+    strength: dict[str, float] = {}
+    similarity: dict[str, float] = {}
+    for unit_id, link_type, value, sim in rows:
+        if unit_id in exclude:
+            continue
+        factor = type_weights.get(link_type, 1.0)
+        strength[unit_id] = strength.get(unit_id, 0.0) + value * factor
+        similarity[unit_id] = sim
+    beta = similarity_weight
+    scored = [
+        ArmHit(unit_id, total * (1 - beta + beta * max(similarity[unit_id], 0.0)))
+        for unit_id, total in strength.items()
+    ]
+    scored = [hit for hit in scored if hit.score > 0]
+    scored.sort(key=lambda h: (-h.score, h.unit_id))
+    return scored
+
+
+async def graph_arm(
+    conn: Connection,
+    request: RecallRequest,
+    vector: FloatVector,
+    seeds: Sequence[tuple[str, float]],
+    *,
+    limit: int,
+    fanout: int,
+    type_weights: Mapping[str, float],
+    max_entity_mentions: int,
+    similarity_weight: float,
+    exclude: Set[str] = frozenset(),
+) -> ArmResult:
+    started = time.perf_counter()
+    if not seeds:
+        return ArmResult("graph", [], 0.0, "no seeds")
+    ids = [s[0] for s in seeds]
+    weights = [s[1] for s in seeds]
+    query = Vector(vector)
+    args = filter_args(request)
+    rows: list[tuple[str, str, float, float]] = []
+    link_rows = await conn.fetch(links_sql(request.tags_match), *args, ids, weights, fanout, query)
+    rows += [(r["id"], r["link_type"], r["strength"], r["similarity"]) for r in link_rows]
+    if type_weights.get("entity_shared", 1.0) > 0:
+        n_facts = int(await conn.fetchval(_N_FACTS, request.bank_id))
+        entity_rows = await conn.fetch(
+            entities_sql(request.tags_match),
+            *args,
+            ids,
+            weights,
+            fanout,
+            query,
+            max_entity_mentions,
+            n_facts,
+        )
+        rows += [(r["id"], r["link_type"], r["strength"], r["similarity"]) for r in entity_rows]
+    hits = graph_scores(rows, type_weights, similarity_weight=similarity_weight, exclude=exclude)[
+        :limit
+    ]
+    note = f"{len(seeds)} seeds"
+    return ArmResult("graph", hits, (time.perf_counter() - started) * 1000, note)

@@ -1,0 +1,113 @@
+"""Combined scoring: the relevance from fusion and the reranker, plus bounded boosts.
+
+    base  = α · norm(reranker) + (1 − α) · norm(fused)          (min-max over the candidates)
+    final = base + w_rec · recency + w_tmp · proximity + w_prf · proof + w_obs · [observation]
+
+recency   = 0.5 ^ (age_days / half_life), age from the fact's date (occurred, else mentioned)
+            to the reference time; 0 for an undated fact.
+proximity = 1 inside the query's window, else 1 / (1 + distance / window length); only when
+            the query has a window.
+proof     = min(1, log10(proof_count)): corroborated observations, 0 for a single fact.
+Every boost is in [0, 1] and has its own weight, so a boost measured not to help is simply
+weighted 0 (recency is: on LoCoMo any weight > 0 lowered recall@10).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from engine.recall.config import RecallConfig
+from engine.recall.types import CandidateRow, TimeWindow
+
+_DAY_S = 86400.0
+
+
+@dataclass(frozen=True)
+class Boosts:
+    recency: float
+    proximity: float
+    proof: float
+
+
+def normalise(values: Sequence[float]) -> list[float]:
+    """Min-max to [0, 1]; all equal → all 1."""
+    if not values:
+        return []
+    low, high = min(values), max(values)
+    if high - low <= 0:
+        return [1.0] * len(values)
+    return [(v - low) / (high - low) for v in values]
+
+
+def fact_time(row: CandidateRow) -> datetime | None:
+    return row.occurred_start or row.mentioned_at
+
+
+def recency(row: CandidateRow, reference: datetime, half_life_days: float) -> float:
+    at = fact_time(row)
+    if at is None or half_life_days <= 0:
+        return 0.0
+    age_days = max((reference - at).total_seconds() / _DAY_S, 0.0)
+    return float(0.5 ** (age_days / half_life_days))
+
+
+def proximity(row: CandidateRow, window: TimeWindow) -> float:
+    start = row.occurred_start or row.mentioned_at
+    if start is None:
+        return 0.0
+    end = row.occurred_end or start
+    if start < window.end and end >= window.start:
+        return 1.0
+    distance = (window.start - end) if end < window.start else (start - window.end)
+    length = max((window.end - window.start).total_seconds() / _DAY_S, 1.0)
+    return 1.0 / (1.0 + distance.total_seconds() / _DAY_S / length)
+
+
+def proof(row: CandidateRow) -> float:
+    return min(1.0, math.log10(max(row.proof_count, 1)))
+
+
+def boosts(
+    row: CandidateRow, reference: datetime, window: TimeWindow | None, config: RecallConfig
+) -> Boosts:
+    return Boosts(
+        recency=recency(row, reference, config.recency_half_life_days),
+        proximity=proximity(row, window) if window is not None else 0.0,
+        proof=proof(row),
+    )
+
+
+def combined_scores(
+    rows: Sequence[CandidateRow],
+    fused: Sequence[float],
+    reranked: Sequence[float] | None,
+    *,
+    reference: datetime,
+    window: TimeWindow | None,
+    prefer_observations: bool,
+    config: RecallConfig,
+) -> list[float]:
+    fused_n = normalise(fused)
+    if reranked is None:
+        base = fused_n
+    else:
+        alpha = config.rerank_weight
+        base = [
+            alpha * r + (1 - alpha) * f for r, f in zip(normalise(reranked), fused_n, strict=True)
+        ]
+    finals: list[float] = []
+    for row, relevance in zip(rows, base, strict=True):
+        b = boosts(row, reference, window, config)
+        score = (
+            relevance
+            + config.recency_weight * b.recency
+            + config.temporal_weight * b.proximity
+            + config.proof_weight * b.proof
+        )
+        if prefer_observations and row.fact_type == "observation":
+            score += config.observation_boost
+        finals.append(score)
+    return finals

@@ -1,0 +1,98 @@
+"""Temporal arm: facts dated inside the query's time window, then their temporal neighbours.
+
+A fact is in the window [start, end) when its occurred range overlaps it, or, failing an
+occurred date, when it was mentioned inside it. In-window facts are ranked by cosine
+similarity to the query (the window says *when*, the text says *what*); the best few then
+pass a decayed share of their score to facts they are temporally linked to, which catches
+the other half of an event told across two turns.
+The window comes from `engine.dates.parse_query_window` (run in the thread pool) or from the
+request's `temporal_window`; without one the arm does not run.
+"""
+
+from __future__ import annotations
+
+import time
+
+from pgvector import Vector
+
+from engine.db import Connection
+from engine.recall.filters import filter_args, filter_sql
+from engine.recall.semantic import SCAN_SETTINGS
+from engine.recall.types import ArmHit, ArmResult, FloatVector, RecallRequest, TimeWindow
+from engine.store.memories import TagsMatch
+
+
+def window_sql(tags_match: TagsMatch) -> str:
+    """$4 query vector, $5 window start, $6 window end (exclusive), $7 limit."""
+    return f"""
+WITH hits AS MATERIALIZED (
+    SELECT m.id, m.embedding <=> $4 AS distance
+    FROM memory_units m
+    WHERE {filter_sql("m", tags_match)}
+      AND ((m.occurred_start IS NOT NULL AND m.occurred_start < $6
+            AND coalesce(m.occurred_end, m.occurred_start) >= $5)
+           OR (m.occurred_start IS NULL AND m.mentioned_at >= $5 AND m.mentioned_at < $6))
+    ORDER BY m.embedding <=> $4
+    LIMIT $7
+)
+SELECT id::text AS id, 1 - distance AS similarity FROM hits ORDER BY distance, id
+"""
+
+
+def spread_sql(tags_match: TagsMatch) -> str:
+    """Temporal-link neighbours of $4 (seeds) with $5 (their scores); $6 links per seed."""
+    return f"""
+WITH seeds AS (SELECT * FROM unnest($4::uuid[], $5::float8[]) AS s(id, score))
+SELECT m.id::text AS id, max(s.score * l.weight) AS score
+FROM seeds s
+CROSS JOIN LATERAL (
+    SELECT other, weight FROM (
+        SELECT to_unit AS other, weight FROM memory_links
+        WHERE from_unit = s.id AND link_type = 'temporal'
+        UNION ALL
+        SELECT from_unit, weight FROM memory_links
+        WHERE to_unit = s.id AND link_type = 'temporal'
+    ) x ORDER BY weight DESC, other LIMIT $6
+) l
+JOIN memory_units m ON m.id = l.other
+WHERE {filter_sql("m", tags_match)}
+GROUP BY m.id
+"""
+
+
+async def temporal_arm(
+    conn: Connection,
+    request: RecallRequest,
+    vector: FloatVector,
+    window: TimeWindow | None,
+    *,
+    limit: int,
+    ef_search: int,
+    spread_seeds: int,
+    spread_decay: float,
+    fanout: int,
+) -> ArmResult:
+    started = time.perf_counter()
+    if window is None:
+        return ArmResult("temporal", [], 0.0, "no time window in the query")
+    args = filter_args(request)
+    async with conn.transaction():
+        await conn.execute(SCAN_SETTINGS, str(max(ef_search, limit)))
+        rows = await conn.fetch(
+            window_sql(request.tags_match), *args, Vector(vector), window.start, window.end, limit
+        )
+    hits = [ArmHit(r["id"], float(r["similarity"])) for r in rows]
+    seeds = hits[:spread_seeds]
+    if seeds and spread_decay > 0:
+        found = {h.unit_id for h in hits}
+        spread = await conn.fetch(
+            spread_sql(request.tags_match),
+            *args,
+            [h.unit_id for h in seeds],
+            [h.score * spread_decay for h in seeds],
+            fanout,
+        )
+        extra = [ArmHit(r["id"], float(r["score"])) for r in spread if r["id"] not in found]
+        hits = sorted([*hits, *extra], key=lambda h: (-h.score, h.unit_id))[:limit]
+    note = f"window {window.start.isoformat()} to {window.end.isoformat()}"
+    return ArmResult("temporal", hits, (time.perf_counter() - started) * 1000, note)

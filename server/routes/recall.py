@@ -1,0 +1,123 @@
+"""Recall (`POST .../memories/recall`): served straight from PostgreSQL, no workflow."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import BaseRoute, Route
+
+from engine.recall.config import RecallConfig
+from engine.recall.engine import RecallEngine
+from engine.recall.rerank import load_reranker
+from engine.recall.types import CandidateRow, RecalledMemory, RecallResult
+from engine.store.banks import get_bank
+from server.http import iso, json_response, parse_body, path_param, services_of
+from server.recall_metrics import RecallMetrics
+from server.recall_schemas import RecallIn, to_recall_request
+
+
+def recall_engine(request: Request) -> RecallEngine:
+    """The app's engine, built on first use from the open services (the reranker may load
+    a model, so it is built once per app)."""
+    engine: RecallEngine | None = getattr(request.app.state, "recall_engine", None)
+    if engine is None:
+        services = services_of(request)
+        settings = services.settings
+        config = RecallConfig(mmr_lambda=settings.recall_mmr_lambda)
+        reranker = load_reranker(
+            settings.recall_reranker, services.embedder.dimension, config.context_weight
+        )
+        engine = RecallEngine(services.pool, services.embedder, services.cpu, reranker, config)
+        request.app.state.recall_engine = engine
+    return engine
+
+
+def row_item(row: CandidateRow, include_entities: bool) -> dict[str, Any]:
+    """A RecallResult without scores: metadata values are strings, entities a list of names,
+    times strings."""
+    item: dict[str, Any] = {
+        "id": row.id,
+        "text": row.text,
+        "type": row.fact_type,
+        "context": row.context,
+        "occurred_start": iso(row.occurred_start),
+        "occurred_end": iso(row.occurred_end),
+        "mentioned_at": iso(row.mentioned_at),
+        "document_id": row.document_id,
+        "chunk_id": row.chunk_id,
+        "metadata": {str(k): v if isinstance(v, str) else str(v) for k, v in row.metadata.items()},
+        "tags": row.tags,
+    }
+    if include_entities:
+        item["entities"] = row.entities
+    return item
+
+
+def result_item(
+    memory: RecalledMemory, include_entities: bool, sources: dict[str, list[str]]
+) -> dict[str, Any]:
+    scores = memory.scores
+    item = row_item(memory.row, include_entities)
+    item["scores"] = {
+        "final": scores.final,
+        "semantic": scores.semantic,
+        "keyword": scores.keyword,
+        "reranker": scores.reranker,
+        "fused": scores.fused,
+        **{arm: value for arm, value in scores.arms.items() if arm != "semantic"},
+    }
+    if memory.row.id in sources:
+        item["source_fact_ids"] = sources[memory.row.id]
+    return item
+
+
+def response_body(result: RecallResult, include_entities: bool) -> dict[str, Any]:
+    sources = result.source_fact_ids
+    body: dict[str, Any] = {
+        "results": [result_item(m, include_entities, sources) for m in result.memories]
+    }
+    if result.entities is not None:
+        body["entities"] = {
+            e.canonical_name: {
+                "entity_id": e.entity_id,
+                "canonical_name": e.canonical_name,
+                "observations": [],
+            }
+            for e in result.entities
+        }
+    if result.chunks is not None:
+        body["chunks"] = {
+            c.chunk_id: {
+                "id": c.chunk_id,
+                "text": c.text,
+                "chunk_index": c.chunk_index,
+                "truncated": c.truncated,
+            }
+            for c in result.chunks
+        }
+    if result.source_facts is not None:
+        body["source_facts"] = {r.id: row_item(r, include_entities) for r in result.source_facts}
+        body["source_facts_truncated"] = result.source_facts_truncated
+    if result.trace is not None:
+        body["trace"] = result.trace
+    return body
+
+
+async def recall(request: Request) -> Response:
+    bank_id = path_param(request, "bank_id")
+    body = await parse_body(request, RecallIn)
+    recall_request = to_recall_request(bank_id, body)
+    services = services_of(request)
+    async with services.pool.acquire() as conn:
+        await get_bank(conn, bank_id)
+    result = await recall_engine(request).recall(recall_request)
+    metrics: RecallMetrics | None = getattr(request.app.state, "recall_metrics", None)
+    if metrics is not None:
+        metrics.observe(recall_request.budget, result)
+    return json_response(response_body(result, recall_request.include_entities))
+
+
+def routes() -> list[BaseRoute]:
+    return [Route("/v1/default/banks/{bank_id}/memories/recall", recall, methods=["POST"])]

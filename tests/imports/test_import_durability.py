@@ -1,0 +1,146 @@
+"""An import survives its worker being killed: a new worker finishes it with exactly the
+facts of an undisturbed import, none missing and none doubled."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import httpx
+import pytest
+from prometheus_client import CollectorRegistry
+from starlette.applications import Starlette
+from temporalio.testing import WorkflowEnvironment
+
+from engine.db import Pool
+from engine.embedding import Embedder
+from engine.settings import Settings
+from worker.main import WorkerServices, build_worker
+from worker.metrics import ActivityMetrics, MetricsInterceptor
+
+BASE = "/v1/default/banks"
+
+
+def history(conversations: int, days: int) -> str:
+    people = ["Ana", "Bruno", "Chen", "Dara"]
+    places = ["Lisbon", "Osaka", "Quito", "Tallinn"]
+    lines = []
+    for c in range(conversations):
+        for d in range(days):
+            stamp = f"2024-{1 + c % 9:02d}-{10 + d:02d}T09:00:00Z"
+            for t in range(3):
+                lines.append(
+                    json.dumps(
+                        {
+                            "conversation_id": f"chat-{c}",
+                            "speaker": people[(c + t) % 4],
+                            "content": f"I went to {places[(c + d + t) % 4]} with "
+                            f"{people[(t + 1) % 4]} on day {d} and we tried {c * 7 + t} dishes.",
+                            "timestamp": stamp,
+                        }
+                    )
+                )
+    return "\n".join(lines)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+async def fact_texts(api: httpx.AsyncClient, bank: str) -> list[str]:
+    response = await api.get(f"{BASE}/{bank}/memories/list", params={"limit": "1000"})
+    assert response.status_code == 200
+    return sorted(item["text"] for item in response.json()["items"])
+
+
+async def status(api: httpx.AsyncClient, operation_id: str) -> dict[str, Any]:
+    response = await api.get(f"/v1/default/imports/{operation_id}")
+    assert response.status_code == 200, response.text
+    body: dict[str, Any] = response.json()
+    return body
+
+
+async def wait_done(api: httpx.AsyncClient, operation_id: str, timeout: float) -> dict[str, Any]:
+    for _ in range(int(timeout / 0.2)):
+        body = await status(api, operation_id)
+        if body["status"] in ("completed", "failed", "cancelled"):
+            return body
+        await asyncio.sleep(0.2)
+    raise AssertionError(f"import {operation_id} did not finish")
+
+
+@pytest.fixture
+async def plain_api(app: Starlette) -> AsyncIterator[httpx.AsyncClient]:
+    """The API without a worker: the test decides which workers run."""
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://engram.test") as client:
+        yield client
+
+
+@pytest.mark.timeout(300)
+async def test_a_worker_killed_mid_import_is_replaced_and_nothing_is_lost_or_doubled(
+    plain_api: httpx.AsyncClient,
+    temporal_env: WorkflowEnvironment,
+    settings: Settings,
+    pool: Pool,
+    embedder: Embedder,
+    cpu: ThreadPoolExecutor,
+    bank_id: str,
+) -> None:
+    content = history(conversations=16, days=4)
+    env = dict(os.environ)
+    env.update(
+        {
+            "ENGRAM_DATABASE_URL": settings.database_url,
+            "ENGRAM_TEMPORAL_ADDRESS": temporal_env.client.service_client.config.target_host,
+            "ENGRAM_TASK_QUEUE": settings.task_queue,
+            "ENGRAM_WORKER_METRICS_PORT": str(free_port()),
+        }
+    )
+    victim = subprocess.Popen(
+        [sys.executable, "-m", "worker"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        response = await plain_api.post(f"{BASE}/{bank_id}/import", json={"content": content})
+        assert response.status_code == 202, response.text
+        operation_id = response.json()["operation_id"]
+        for _ in range(1200):  # until the worker has finished some documents, not all
+            progress = (await status(plain_api, operation_id))["progress"]
+            if progress.get("documents_done", 0) >= 2:
+                break
+            await asyncio.sleep(0.1)
+        assert 2 <= progress["documents_done"] < 16, progress
+        victim.send_signal(signal.SIGKILL)
+        victim.wait()
+        services = WorkerServices(pool, embedder, cpu, None)
+        interceptor = MetricsInterceptor(ActivityMetrics(CollectorRegistry()))
+        async with build_worker(temporal_env.client, settings.task_queue, services, interceptor):
+            final = await wait_done(plain_api, operation_id, timeout=200)
+            clean = await plain_api.post(
+                f"{BASE}/{bank_id}-clean/import", json={"content": content}
+            )
+            assert clean.status_code == 202, clean.text
+            clean_final = await wait_done(plain_api, clean.json()["operation_id"], timeout=200)
+    finally:
+        if victim.poll() is None:
+            victim.kill()
+            victim.wait()
+    assert final["status"] == clean_final["status"] == "completed", (final, clean_final)
+    texts = await fact_texts(plain_api, bank_id)
+    assert texts == await fact_texts(plain_api, f"{bank_id}-clean")
+    assert len(texts) == len(set(texts)) > 0
+    assert final["progress"]["documents_done"] == 16
+    assert final["result"]["facts_added"] == len(texts)

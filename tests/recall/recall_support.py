@@ -1,0 +1,123 @@
+"""The recall tests' corpus (facts that each arm is the one to find, plus distractors) and
+an app over the recall tests' database."""
+
+from __future__ import annotations
+
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from starlette.applications import Starlette
+from temporalio.testing import WorkflowEnvironment
+
+from engine.db import Pool
+from engine.embedding import Embedder
+from engine.settings import Settings
+from server.app import create_app
+from server.services import Services
+
+BASE = "/v1/default/banks"
+NOW = "2024-06-15T12:00:00+00:00"
+# fmt: off
+DISTRACTOR_NAMES = (
+    "Marta", "Bram", "Celia", "Dario", "Elena", "Fabio", "Greta", "Hugo", "Irene", "Jonas",
+    "Kira", "Lars", "Mira", "Nico", "Olga", "Pavel", "Rosa", "Sven", "Tara", "Umberto", "Vera",
+    "Walter", "Xenia", "Yuri", "Zora", "Anton", "Bianca", "Carlo", "Delia", "Emil", "Flora",
+    "Gustav", "Hanna", "Igor", "Jana", "Karel", "Lena", "Milan", "Nadia", "Oskar",
+)
+JOBS = (
+    "baker", "plumber", "nurse", "pilot", "chef", "dentist", "lawyer", "farmer", "tailor",
+    "potter", "welder", "barber", "teacher", "miner", "sailor", "painter",
+)
+# fmt: on
+
+
+def corpus() -> list[dict[str, Any]]:
+    """Facts that each arm is the one to find, plus distractors."""
+    items: list[dict[str, Any]] = [
+        {"content": "The warehouse access code is ZX-4471.", "document_id": "code"},
+        {"content": "Dana adopted a kitten from the animal shelter.", "document_id": "dana"},
+        {"content": "Zelda's brother is named Ivo.", "document_id": "zelda"},
+        {"content": "Ivo works as a lighthouse keeper in Porto.", "document_id": "ivo"},
+        {
+            "content": "Priya visited the botanical garden.",
+            "document_id": "priya-june",
+            "timestamp": "2024-06-10T10:00:00Z",
+        },
+        {
+            "content": "Priya visited the science museum.",
+            "document_id": "priya-march",
+            "timestamp": "2024-03-02T10:00:00Z",
+        },
+        {
+            "content": "Priya visited the city aquarium.",
+            "document_id": "priya-nov",
+            "timestamp": "2023-11-20T10:00:00Z",
+        },
+        {
+            "content": "The orchid greenhouse opens at dawn.",
+            "document_id": "tag-alpha",
+            "tags": ["alpha"],
+            "metadata": {"source": "notes", "page": "12"},
+        },
+        {
+            "content": "The orchid greenhouse closes at dusk.",
+            "document_id": "tag-beta",
+            "tags": ["beta"],
+        },
+        {
+            "content": "The orchid greenhouse sells rare orchid seeds.",
+            "document_id": "tag-both",
+            "tags": ["alpha", "beta"],
+        },
+        {"content": "The orchid greenhouse has a koi pond.", "document_id": "tag-none"},
+    ]
+    for n, name in enumerate(DISTRACTOR_NAMES):
+        job = JOBS[n % len(JOBS)]
+        items.append(
+            {"content": f"{name}'s brother earns a living as a {job}.", "document_id": f"d{n}"}
+        )
+    for item in items:
+        item.setdefault("timestamp", "2024-01-05T09:00:00Z")
+    return items
+
+
+CJK_ITEMS = [
+    {"content": "王芳在上海开了一家咖啡店。", "document_id": "wang"},
+    {"content": "李雷在北京学习钢琴。", "document_id": "li"},
+    {"content": "Hans collects vintage postcards from Vienna.", "document_id": "hans"},
+]
+
+
+OBSERVED_ITEMS = [
+    {"content": "Noor swims in the lake every morning.", "document_id": "swim"},
+    {"content": "Noor ran a half marathon in Lisbon.", "document_id": "run"},
+]
+
+
+@dataclass(frozen=True)
+class Banks:
+    main: str
+    cjk: str
+    observed: str  # facts an observation is added to by the test that needs one
+    ids: dict[str, str]  # document id -> the id of its (only) fact
+
+
+def recall_app(
+    home: Path,
+    pool: Pool,
+    temporal: WorkflowEnvironment,
+    embedder: Embedder,
+    cpu: ThreadPoolExecutor,
+) -> Starlette:
+    queue = f"tq-recall-{uuid.uuid4()}"
+    settings = Settings(home=home, database_url="", task_queue=queue)
+    application = create_app(_never)
+    application.state.services = Services(settings, pool, temporal.client, embedder, cpu)
+    return application
+
+
+def _never() -> Any:
+    raise AssertionError("the lifespan does not run under ASGITransport")

@@ -1,0 +1,198 @@
+"""The pure parts of recall: fusion, MMR, the token budget, token vectors, scoring."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from types import MappingProxyType
+
+import numpy as np
+import pytest
+
+from engine.errors import ConfigurationError
+from engine.recall.budget import estimate_tokens, fill_budget
+from engine.recall.config import RecallConfig
+from engine.recall.fusion import fuse_rrf, seeds_of, shortlist
+from engine.recall.mmr import mmr_order
+from engine.recall.scoring import combined_scores, normalise, proximity, recency
+from engine.recall.types import ArmHit, ArmName, ArmResult, CandidateRow, TimeWindow
+from engine.recall.vectors import decode_token_vectors, encode_token_vectors
+
+WEIGHTS: MappingProxyType[ArmName, float] = MappingProxyType(
+    {"semantic": 1.0, "keyword": 2.0, "graph": 0.0, "temporal": 1.0}
+)
+CAPS: MappingProxyType[ArmName, int] = MappingProxyType(
+    {"semantic": 10, "keyword": 10, "graph": 10, "temporal": 1}
+)
+
+
+def arm(name: ArmName, *ids: str) -> ArmResult:
+    return ArmResult(name, [ArmHit(i, 1.0 / (n + 1)) for n, i in enumerate(ids)], 0.0)
+
+
+def test_rrf_sums_weighted_reciprocal_ranks() -> None:
+    fused = fuse_rrf(
+        [arm("semantic", "a", "b"), arm("keyword", "b", "c")], k=60, weights=WEIGHTS, caps=CAPS
+    )
+    scores = {f.unit_id: f.score for f in fused}
+    assert scores["a"] == pytest.approx(1 / 61)
+    assert scores["b"] == pytest.approx(1 / 62 + 2 / 61)
+    assert scores["c"] == pytest.approx(2 / 62)
+    assert [f.unit_id for f in fused] == ["b", "c", "a"]
+    assert fused[0].ranks == {"semantic": 2, "keyword": 1}
+
+
+def test_rrf_weight_zero_and_caps_add_nothing_but_keep_ranks_visible() -> None:
+    fused = fuse_rrf(
+        [arm("graph", "g"), arm("temporal", "t1", "t2"), arm("semantic", "t2")],
+        k=60,
+        weights=WEIGHTS,
+        caps=CAPS,
+    )
+    assert fused[-1].unit_id == "g" and fused[-1].score == 0  # weight 0: found, adds nothing
+    t2 = next(f for f in fused if f.unit_id == "t2")
+    assert t2.score == pytest.approx(1 / 61)  # temporal rank 2 is past the cap of 1
+    assert t2.ranks == {"temporal": 2, "semantic": 1}
+
+
+def test_rrf_ties_break_by_id() -> None:
+    fused = fuse_rrf([arm("semantic", "z"), arm("temporal", "a")], k=60, weights=WEIGHTS, caps=CAPS)
+    assert [f.unit_id for f in fused] == ["a", "z"]
+
+
+def test_shortlist_reserves_each_arms_first_hits() -> None:
+    arms = [arm("semantic", "a", "b", "c"), arm("keyword", "a", "b"), arm("graph", "z", "y")]
+    fused = fuse_rrf(arms, k=60, weights=WEIGHTS, caps=CAPS)
+    reserve: MappingProxyType[ArmName, int] = MappingProxyType({"graph": 1})
+    assert [f.unit_id for f in shortlist(fused, arms, 2, reserve)] == ["a", "b", "z"]
+
+
+def test_graph_seeds_take_each_arms_best_ranks() -> None:
+    seeds = seeds_of([arm("semantic", "a", "b", "c"), arm("keyword", "c", "d")], per_arm=2)
+    assert seeds == [("a", 0.5), ("c", 0.5), ("b", pytest.approx(1 / 3)), ("d", 1 / 3)]
+
+
+def unit(*values: float) -> np.ndarray:
+    v = np.asarray(values, dtype=np.float32)
+    out: np.ndarray = v / np.linalg.norm(v)
+    return out
+
+
+def test_mmr_with_lambda_one_keeps_relevance_order() -> None:
+    vectors = np.stack([unit(1, 0), unit(1, 0.01), unit(0, 1)])
+    assert mmr_order([0.9, 0.8, 0.1], vectors, 1.0) == [0, 1, 2]
+
+
+def test_mmr_pushes_a_near_duplicate_below_a_novel_candidate() -> None:
+    vectors = np.stack([unit(1, 0), unit(1, 0.01), unit(0, 1)])
+    assert mmr_order([0.9, 0.85, 0.7], vectors, 0.5) == [0, 2, 1]
+
+
+def test_mmr_rejects_lambda_outside_unit_interval() -> None:
+    with pytest.raises(ValueError, match="lambda"):
+        mmr_order([1.0], np.stack([unit(1, 0)]), 1.5)
+
+
+def test_budget_skips_what_does_not_fit_and_keeps_going() -> None:
+    kept, used = fill_budget([5, 8, 3, 2], lambda n: n, 10)
+    assert kept == [5, 3, 2] and used == 10
+
+
+def test_budget_returns_an_oversized_first_item_alone() -> None:
+    kept, used = fill_budget([50, 1, 1], lambda n: n, 10)
+    assert kept == [50] and used == 50
+
+
+def test_budget_never_returns_more_than_fits_after_the_first() -> None:
+    kept, _ = fill_budget([4, 50, 7], lambda n: n, 10)
+    assert kept == [4]
+
+
+def test_token_estimate_is_a_quarter_of_the_characters_rounded_up() -> None:
+    assert estimate_tokens("") == 0
+    assert estimate_tokens("abcd") == 1
+    assert estimate_tokens("abcde") == 2
+
+
+def test_token_vectors_round_trip_within_int8_precision() -> None:
+    rng = np.random.default_rng(7)
+    tokens = rng.standard_normal((13, 384)).astype(np.float32)
+    tokens /= np.linalg.norm(tokens, axis=1, keepdims=True)
+    blob = encode_token_vectors(tokens)
+    assert len(blob) == 13 * (384 + 2)
+    decoded = decode_token_vectors(blob, 384)
+    assert decoded.shape == (13, 384)
+    assert np.abs(decoded - tokens).max() < 0.01
+    cosines = (decoded * tokens).sum(axis=1) / np.linalg.norm(decoded, axis=1)
+    assert cosines.min() > 0.999
+
+
+def test_empty_token_vectors_encode_to_nothing() -> None:
+    assert encode_token_vectors(np.zeros((0, 384), dtype=np.float32)) == b""
+    assert decode_token_vectors(b"", 384).shape == (0, 384)
+    with pytest.raises(ValueError, match="not n x"):
+        decode_token_vectors(b"\x00" * 10, 384)
+
+
+def row(
+    occurred: datetime | None = None, mentioned: datetime | None = None, proof: int = 1
+) -> CandidateRow:
+    return CandidateRow(
+        id="x",
+        fact_type="world",
+        text="t",
+        context="",
+        occurred_start=occurred,
+        occurred_end=None,
+        mentioned_at=mentioned,
+        document_id=None,
+        chunk_id=None,
+        metadata={},
+        tags=[],
+        proof_count=proof,
+        embedding=unit(1, 0),
+        token_vectors=None,
+        entities=[],
+    )
+
+
+MAY_1 = datetime(2023, 5, 1, tzinfo=UTC)
+
+
+def test_recency_halves_every_half_life() -> None:
+    assert recency(row(occurred=MAY_1), MAY_1 + timedelta(days=10), 10) == pytest.approx(0.5)
+    assert recency(row(), MAY_1, 10) == 0.0
+
+
+def test_proximity_is_one_inside_the_window_and_decays_outside() -> None:
+    window = TimeWindow(MAY_1, MAY_1 + timedelta(days=7))
+    assert proximity(row(occurred=MAY_1 + timedelta(days=3)), window) == 1.0
+    assert proximity(row(mentioned=MAY_1 + timedelta(days=14)), window) == pytest.approx(0.5)
+    assert proximity(row(), window) == 0.0
+
+
+def test_combined_scores_add_only_weighted_boosts() -> None:
+    rows = [row(occurred=MAY_1), row(occurred=MAY_1 - timedelta(days=300))]
+    window = TimeWindow(MAY_1, MAY_1 + timedelta(days=1))
+    config = RecallConfig(rerank_weight=1.0, recency_weight=0.0, temporal_weight=0.5)
+    finals = combined_scores(
+        rows,
+        [0.2, 0.1],
+        [0.3, 0.6],
+        reference=MAY_1,
+        window=window,
+        prefer_observations=False,
+        config=config,
+    )
+    # reranker decides the base (0 and 1 after normalising); the window adds 0.5 to the first
+    assert finals[0] == pytest.approx(0.5)
+    assert finals[1] == pytest.approx(1.0 + 0.5 / (1 + 300))  # 300 days from a 1-day window
+
+
+def test_normalise_maps_to_unit_interval() -> None:
+    assert normalise([2.0, 4.0, 3.0]) == [0.0, 1.0, 0.5]
+    assert normalise([1.0, 1.0]) == [1.0, 1.0]
+
+
+def test_config_rejects_an_mmr_lambda_outside_unit_interval() -> None:
+    with pytest.raises(ConfigurationError, match="mmr_lambda"):
+        RecallConfig(mmr_lambda=2.0)
