@@ -65,7 +65,7 @@ FEATURES = (
     "llm_trace",
     "store_document_text",
 )
-SUPPORTED = {"worker", "bank_config_api", "store_document_text"}
+SUPPORTED = {"observations", "worker", "bank_config_api", "store_document_text"}
 
 
 async def version(request: Request) -> Response:

@@ -159,7 +159,9 @@ async def test_async_retain_reports_its_operation(api: httpx.AsyncClient, bank_i
     assert final["status"] == "completed", final
     assert final["result_metadata"]["facts_added"] >= 1
     listed = (await api.get(f"{BASE}/{bank_id}/operations")).json()
-    assert [o["id"] for o in listed["operations"]] == [op]
+    # Consolidation may have recorded an operation of its own after the retain.
+    retains = [o["id"] for o in listed["operations"] if o["task_type"] == "retain"]
+    assert retains == [op]
     assert len(await memories(api, bank_id)) == final["result_metadata"]["facts_added"]
 
 

@@ -84,7 +84,8 @@ async def test_async_retain_and_operations(client: Hindsight, bank_id: str) -> N
             break
     assert status.status == "completed"
     operations = await client.operations.list_operations(bank_id)
-    assert [o.id for o in operations.operations] == [op]
+    retains = [o.id for o in operations.operations if o.task_type == "retain"]
+    assert retains == [op]  # consolidation may have recorded an operation of its own
 
 
 async def test_delete_document_and_bank(client: Hindsight, bank_id: str) -> None:
