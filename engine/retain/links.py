@@ -49,37 +49,21 @@ SELECT fact_id::text, document_id, chunk_id, embedding, entity_ids::text[] AS en
 FROM staged_facts WHERE fact_id = ANY($1)
 """
 
-# Nearest stored facts and nearest-in-time stored facts for a whole batch, one query each
-# (a query per fact made linking the slowest step of bulk imports).
 _SEMANTIC = """
-SELECT s.fact_id::text AS fact_id, n.id::text AS id, n.similarity
-FROM staged_facts s
-CROSS JOIN LATERAL (
-    SELECT m.id, 1 - (m.embedding <=> s.embedding) AS similarity FROM memory_units m
-    WHERE m.bank_id = $1 AND m.fact_type <> 'observation'
-    ORDER BY m.embedding <=> s.embedding
-    LIMIT $3
-) n
-WHERE s.fact_id = ANY($2) AND s.embedding IS NOT NULL
+SELECT id::text, 1 - (embedding <=> $2) AS similarity
+FROM memory_units
+WHERE bank_id = $1 AND fact_type <> 'observation'
+ORDER BY embedding <=> $2
+LIMIT $3
 """
 
 _TEMPORAL = """
-WITH s AS (
-    SELECT fact_id, coalesce((fact->>'occurred_start')::timestamptz,
-                             (fact->'_chunk'->>'mentioned_at')::timestamptz) AS at
-    FROM staged_facts WHERE fact_id = ANY($2)
-)
-SELECT s.fact_id::text AS fact_id, n.id::text AS id, n.at
-FROM s
-CROSS JOIN LATERAL (
-    SELECT m.id, coalesce(m.occurred_start, m.mentioned_at) AS at FROM memory_units m
-    WHERE m.bank_id = $1 AND m.fact_type <> 'observation'
-      AND coalesce(m.occurred_start, m.mentioned_at)
-          BETWEEN s.at - $3::interval AND s.at + $3::interval
-    ORDER BY abs(extract(epoch FROM coalesce(m.occurred_start, m.mentioned_at) - s.at))
-    LIMIT $4
-) n
-WHERE s.at IS NOT NULL
+SELECT id::text, coalesce(occurred_start, mentioned_at) AS at
+FROM memory_units
+WHERE bank_id = $1 AND fact_type <> 'observation'
+  AND coalesce(occurred_start, mentioned_at) BETWEEN $2 AND $3
+ORDER BY abs(extract(epoch FROM coalesce(occurred_start, mentioned_at) - $4))
+LIMIT $5
 """
 
 _ENTITY = """
@@ -145,58 +129,34 @@ class _Peers:
 
     rows: list[asyncpg.Record]
     matrix: np.ndarray  # unit embeddings, one row per peer
-    times: np.ndarray  # event time in epoch seconds, +inf when unknown
-    by_entity: dict[str, list[str]]  # entity id -> peer fact ids
 
     @classmethod
     def of(cls, rows: list[asyncpg.Record]) -> _Peers:
         vectors = [r["embedding"].to_numpy() for r in rows]
-        matrix = np.vstack(vectors) if vectors else np.zeros((0, 1), dtype=np.float32)
-        times = np.array(
-            [r["at"].timestamp() if r["at"] is not None else np.inf for r in rows], dtype=float
-        )
-        by_entity: dict[str, list[str]] = {}
-        for r in rows:
-            for eid in r["entity_ids"] or []:
-                by_entity.setdefault(eid, []).append(r["fact_id"])
-        return cls(rows, matrix, times, by_entity)
+        dim = len(vectors[0]) if vectors else 0
+        matrix = np.vstack(vectors) if vectors else np.zeros((0, dim), dtype=np.float32)
+        return cls(rows, matrix)
 
 
 async def link_staged(conn: Connection, options: LinkOptions) -> int:
     rows = [r for r in await conn.fetch(_STAGED, options.fact_ids) if r["embedding"] is not None]
     in_flight = await conn.fetch(_IN_FLIGHT, options.bank_id, options.fact_ids, IN_FLIGHT_LIMIT)
     peers = _Peers.of(rows + list(in_flight))
-    stored: dict[str, list[Link]] = {}
-    if options.semantic:
-        async with conn.transaction():
-            await conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-            for r in await conn.fetch(_SEMANTIC, options.bank_id, options.fact_ids, SEMANTIC_K):
-                stored.setdefault(r["fact_id"], []).append(
-                    Link(r["id"], "semantic", float(r["similarity"]))
-                )
-    if options.temporal:
-        at_of = {r["fact_id"]: r["at"] for r in rows}
-        for r in await conn.fetch(
-            _TEMPORAL, options.bank_id, options.fact_ids, TEMPORAL_WINDOW, TEMPORAL_K
-        ):
-            if r["fact_id"] in at_of:
-                weight = temporal_weight(at_of[r["fact_id"]], r["at"])
-                stored.setdefault(r["fact_id"], []).append(Link(r["id"], "temporal", weight))
     entity_facts = await _entity_neighbours(conn, rows) if options.entity else {}
     fact_ids: list[str] = []
     payloads: list[str] = []
     total = 0
-    for index, row in enumerate(rows):
-        links = list(stored.get(row["fact_id"], []))
+    for row in rows:
+        links: list[Link] = []
         if options.semantic:
-            links += _semantic_peers(index, peers)
+            links += await _semantic(conn, options.bank_id, row, peers)
         if options.temporal and row["at"] is not None:
-            links += _temporal_peers(row, index, peers)
+            links += await _temporal(conn, options.bank_id, row, peers)
         if options.entity:
             links += _entity_links(row, peers, entity_facts)
         if options.causal:
             links += _causal(row, peers)
-        kept = _keep_best(_bounded([x for x in links if x.to_unit != row["fact_id"]]))
+        kept = _keep_best([link for link in links if link.to_unit != row["fact_id"]])
         total += len(kept)
         fact_ids.append(row["fact_id"])
         # JSON text, not lists: asyncpg would read a list of lists as a 2-D array.
@@ -208,37 +168,44 @@ async def link_staged(conn: Connection, options: LinkOptions) -> int:
     return total
 
 
-def _bounded(links: list[Link]) -> list[Link]:
-    """Per type: semantic above the floor, top SEMANTIC_K; temporal top TEMPORAL_K."""
-    semantic = sorted(
-        (x for x in links if x.link_type == "semantic" and x.weight >= SEMANTIC_MIN),
-        key=lambda x: -x.weight,
-    )[:SEMANTIC_K]
-    temporal = sorted((x for x in links if x.link_type == "temporal"), key=lambda x: -x.weight)
-    others = [x for x in links if x.link_type not in ("semantic", "temporal")]
-    return semantic + temporal[:TEMPORAL_K] + others
-
-
-def _semantic_peers(index: int, peers: _Peers) -> list[Link]:
-    """Rows of a batch come first among the peers, so `index` is this fact's own row."""
-    similarities = peers.matrix @ peers.matrix[index]
-    best = np.argsort(-similarities)[: SEMANTIC_K + 1]
-    return [
-        Link(peers.rows[i]["fact_id"], "semantic", float(similarities[i]))
-        for i in best
-        if i != index and similarities[i] >= SEMANTIC_MIN
+async def _semantic(
+    conn: Connection, bank_id: str, row: asyncpg.Record, peers: _Peers
+) -> list[Link]:
+    vector = row["embedding"]
+    found = [
+        Link(r["id"], "semantic", float(r["similarity"]))
+        for r in await conn.fetch(_SEMANTIC, bank_id, vector, SEMANTIC_K)
     ]
+    if len(peers.rows):
+        similarities = peers.matrix @ vector.to_numpy()
+        for index in np.argsort(-similarities)[: SEMANTIC_K + 1]:
+            found.append(Link(peers.rows[index]["fact_id"], "semantic", float(similarities[index])))
+    found = [
+        link for link in found if link.weight >= SEMANTIC_MIN and link.to_unit != row["fact_id"]
+    ]
+    found.sort(key=lambda x: -x.weight)
+    return found[:SEMANTIC_K]
 
 
-def _temporal_peers(row: asyncpg.Record, index: int, peers: _Peers) -> list[Link]:
+async def _temporal(
+    conn: Connection, bank_id: str, row: asyncpg.Record, peers: _Peers
+) -> list[Link]:
     at: datetime = row["at"]
-    gaps = np.abs(peers.times - at.timestamp())
-    window = TEMPORAL_WINDOW.total_seconds()
-    near = [i for i in np.argsort(gaps)[: TEMPORAL_K + 1] if i != index and gaps[i] <= window]
-    return [
-        Link(peers.rows[i]["fact_id"], "temporal", temporal_weight(at, peers.rows[i]["at"]))
-        for i in near
+    found = [
+        Link(r["id"], "temporal", temporal_weight(at, r["at"]))
+        for r in await conn.fetch(
+            _TEMPORAL, bank_id, at - TEMPORAL_WINDOW, at + TEMPORAL_WINDOW, at, TEMPORAL_K
+        )
     ]
+    found += [
+        Link(p["fact_id"], "temporal", temporal_weight(at, p["at"]))
+        for p in peers.rows
+        if p["at"] is not None
+        and abs(p["at"] - at) <= TEMPORAL_WINDOW
+        and p["fact_id"] != row["fact_id"]
+    ]
+    found.sort(key=lambda x: -x.weight)
+    return found[:TEMPORAL_K]
 
 
 async def _entity_neighbours(
@@ -262,7 +229,11 @@ def _entity_links(
     links: list[Link] = []
     for eid in row["entity_ids"] or []:
         count, units = neighbours.get(eid, (0, []))
-        peer_ids = [f for f in peers.by_entity.get(eid, []) if f != row["fact_id"]]
+        peer_ids = [
+            p["fact_id"]
+            for p in peers.rows
+            if p["fact_id"] != row["fact_id"] and eid in (p["entity_ids"] or [])
+        ]
         weight = entity_weight(count + len(peer_ids) + 1)
         links += [Link(unit, "entity", weight) for unit in units[:ENTITY_K]]
         links += [Link(pid, "entity", weight) for pid in peer_ids[:ENTITY_K]]
