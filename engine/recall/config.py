@@ -1,8 +1,26 @@
 """Recall's tuning knobs, in one frozen record; the defaults are the measured choices.
 
-Every figure quoted here is recall@10 over LoCoMo categories 1-4 on conversations 1-5 (the
-tuning half; 1,000 questions), facts from the local extractor, the shared protocol of
-`../shared/data/locomo/README.md`. Conversations 6-10 were not used to choose anything.
+Every figure here is recall@10 over LoCoMo categories 1-4 on conversations 1-5 (the tuning
+half: 760 questions), facts from the local extractor (one item per turn), the protocol of
+`../shared/data/locomo/README.md`, each variant changed alone from the defaults of its time.
+Conversations 6-10 were not used to choose anything.
+
+What decides the ranking is the MaxSim reranker (engine/recall/rerank.py); the arms and
+fusion decide what it gets to see.
+    keyword arm alone 0.638 · semantic arm alone 0.620 · equal-weight RRF of both 0.645
+    · + MaxSim over the fused top 80 0.681 · + graph and temporal arms 0.682
+    · + MMR λ=0.6 0.708 · + temporal proximity 0.730 · + MaxSim in context 0.747
+Measured and rejected:
+- blending the fused score back into the final one (rerank_weight 0.9/0.8/0.6): 0.6938/
+  0.6939/0.6933 against 0.6945; adding the BM25 score or the cosine to MaxSim: +0.0007 / −0.6;
+  dropping stop-word query tokens from MaxSim: −0.7.
+- recency (weight 0.05/0.1/0.2): −0.4/−0.6/−2.3. LoCoMo asks about the past, where newer is
+  not better; the boost stays available, weighted 0.
+- the graph as a score (its normalised score or rank added to the final score, 0.05…0.4):
+  −0.3 … −5.3, the failure the issue reports of Hindsight's graph arm. The graph here only
+  nominates candidates: its best 3 new finds are reranked (reserve 0/2/3/5/10: 0.7456/
+  0.7453/0.7453/0.7446/0.7416), which is what finds a second hop no other arm reaches
+  (tests/recall) at a cost of 0.03 on LoCoMo, whose local-extractor links add nothing.
 """
 
 from __future__ import annotations
@@ -35,10 +53,12 @@ BUDGETS: Mapping[Budget, BudgetProfile] = MappingProxyType(
             arm_limit=60, ef_search=80, rerank_depth=80, graph_seeds=6, graph_fanout=12
         ),
         "high": BudgetProfile(
-            arm_limit=120, ef_search=160, rerank_depth=160, graph_seeds=10, graph_fanout=20
+            arm_limit=120, ef_search=160, rerank_depth=120, graph_seeds=10, graph_fanout=20
         ),
     }
 )
+# Rerank depth (arm limit): 40 (30) 0.738 · 60 (60) 0.742 · 80 (60) 0.745 · 120 (120) 0.747 ·
+# 160 (120) 0.739: past ~120 candidates MaxSim meets more near-misses than answers.
 
 
 def _weights() -> Mapping[ArmName, float]:
@@ -78,6 +98,8 @@ class RecallConfig:
     proof_weight: float = 0.0
     observation_boost: float = 0.2  # with prefer_observations
     # MMR: λ·relevance − (1 − λ)·max similarity to what is already chosen; 1 = no diversity.
+    # λ 1.0/0.9/0.8/0.7/0.6/0.5: 0.682/0.693/0.695/0.703/0.708/0.691 (before context;
+    # with it, 0.5/0.6/0.7: 0.729/0.745/0.739).
     mmr_lambda: float = 0.6
     # Graph: how much each stored link type counts, and entities above this many mentions are
     # not expanded (their weight 1/ln(e + n) is negligible and their fan-out is not).
@@ -95,6 +117,8 @@ class RecallConfig:
     max_entity_mentions: int = 5000
     graph_similarity_weight: float = 0.5
     # Temporal arm: in-window hits whose temporal-link neighbours are added, and their decay.
+    # (102 of the 760 questions name a time; proximity weight 0/0.2/0.3/0.5/0.7/1.0:
+    # 0.695/0.715/0.723/0.730/0.729/0.729; the arm itself, beside the boost: +0.5.)
     temporal_spread_seeds: int = 5
     temporal_spread_decay: float = 0.5
 

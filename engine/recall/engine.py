@@ -238,19 +238,18 @@ class RecallEngine:
         arms = [await task for task in sources]
         profile = config.budget(request.budget)
         seeds = seeds_of(arms, profile.graph_seeds)
-        async with self._pool.acquire() as conn:
-            return await graph_arm(
-                conn,
-                request,
-                vectors.vector,
-                seeds,
-                limit=profile.arm_limit,
-                fanout=profile.graph_fanout,
-                type_weights=config.link_type_weights,
-                max_entity_mentions=config.max_entity_mentions,
-                similarity_weight=config.graph_similarity_weight,
-                exclude={hit.unit_id for arm in arms for hit in arm.hits},
-            )
+        return await graph_arm(
+            self._pool,
+            request,
+            vectors.vector,
+            seeds,
+            limit=profile.arm_limit,
+            fanout=profile.graph_fanout,
+            type_weights=config.link_type_weights,
+            max_entity_mentions=config.max_entity_mentions,
+            similarity_weight=config.graph_similarity_weight,
+            exclude={hit.unit_id for arm in arms for hit in arm.hits},
+        )
 
     def _rank(
         self,

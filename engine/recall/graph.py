@@ -19,17 +19,17 @@ most `fanout` facts (the most similar to the query).
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Mapping, Sequence, Set
 
+import asyncpg
 from pgvector import Vector
 
-from engine.db import Connection
+from engine.db import Pool
 from engine.recall.filters import filter_args, filter_sql
 from engine.recall.types import ArmHit, ArmResult, FloatVector, RecallRequest
 from engine.store.memories import TagsMatch
-
-_N_FACTS = "SELECT coalesce((SELECT unit_count FROM bank_stats WHERE bank_id = $1), 0)"
 
 
 def links_sql(tags_match: TagsMatch) -> str:
@@ -53,17 +53,20 @@ WHERE {filter_sql("m", tags_match)} AND m.id <> ALL($4::uuid[])
 
 def entities_sql(tags_match: TagsMatch) -> str:
     """Facts sharing the seeds' entities ($4 seeds, $5 weights, $6 fan-out, $7 query,
-    $8 mention cap, $9 bank size)."""
+    $8 mention cap)."""
     return f"""
 WITH seeds AS (SELECT * FROM unnest($4::uuid[], $5::float8[]) AS s(id, w)),
+bank AS (
+    SELECT coalesce((SELECT unit_count FROM bank_stats WHERE bank_id = $1), 0)::float8 AS n
+),
 shared AS (
     SELECT ue.entity_id, sum(s.w) AS w,
-           ln(($9::float8 + 1) / (e.mention_count + 0.5)) / ln($9::float8 + 2) AS specificity
-    FROM seeds s
+           ln((bank.n + 1) / (e.mention_count + 0.5)) / ln(bank.n + 2) AS specificity
+    FROM bank, seeds s
     JOIN unit_entities ue ON ue.unit_id = s.id
     JOIN entities e ON e.id = ue.entity_id
     WHERE e.mention_count <= $8
-    GROUP BY ue.entity_id, e.mention_count
+    GROUP BY ue.entity_id, e.mention_count, bank.n
 )
 SELECT x.id::text AS id, 'entity_shared' AS link_type, sh.w * sh.specificity AS strength,
        x.similarity
@@ -106,8 +109,13 @@ def graph_scores(
     return scored
 
 
+async def _fetch(pool: Pool, sql: str, *args: object) -> list[asyncpg.Record]:
+    async with pool.acquire() as conn:
+        return await conn.fetch(sql, *args)
+
+
 async def graph_arm(
-    conn: Connection,
+    pool: Pool,
     request: RecallRequest,
     vector: FloatVector,
     seeds: Sequence[tuple[str, float]],
@@ -119,31 +127,22 @@ async def graph_arm(
     similarity_weight: float,
     exclude: Set[str] = frozenset(),
 ) -> ArmResult:
+    """Both expansions run at once, each on its own pooled connection."""
     started = time.perf_counter()
     if not seeds:
         return ArmResult("graph", [], 0.0, "no seeds")
     ids = [s[0] for s in seeds]
     weights = [s[1] for s in seeds]
     query = Vector(vector)
-    args = filter_args(request)
-    rows: list[tuple[str, str, float, float]] = []
-    link_rows = await conn.fetch(links_sql(request.tags_match), *args, ids, weights, fanout, query)
-    rows += [(r["id"], r["link_type"], r["strength"], r["similarity"]) for r in link_rows]
+    args = (*filter_args(request), ids, weights, fanout, query)
+    reads = [_fetch(pool, links_sql(request.tags_match), *args)]
     if type_weights.get("entity_shared", 1.0) > 0:
-        n_facts = int(await conn.fetchval(_N_FACTS, request.bank_id))
-        entity_rows = await conn.fetch(
-            entities_sql(request.tags_match),
-            *args,
-            ids,
-            weights,
-            fanout,
-            query,
-            max_entity_mentions,
-            n_facts,
-        )
-        rows += [(r["id"], r["link_type"], r["strength"], r["similarity"]) for r in entity_rows]
-    hits = graph_scores(rows, type_weights, similarity_weight=similarity_weight, exclude=exclude)[
-        :limit
+        reads.append(_fetch(pool, entities_sql(request.tags_match), *args, max_entity_mentions))
+    rows = [
+        (r["id"], r["link_type"], r["strength"], r["similarity"])
+        for found in await asyncio.gather(*reads)
+        for r in found
     ]
+    hits = graph_scores(rows, type_weights, similarity_weight=similarity_weight, exclude=exclude)
     note = f"{len(seeds)} seeds"
-    return ArmResult("graph", hits, (time.perf_counter() - started) * 1000, note)
+    return ArmResult("graph", hits[:limit], (time.perf_counter() - started) * 1000, note)
