@@ -15,6 +15,7 @@ from engine.errors import ExtractionFailed, InvalidInput
 from engine.extraction.llm import LLMExtractor
 from engine.extraction.local import LocalExtractor
 from engine.llm import LLMRequestError
+from engine.retain.gate import OrderedGate
 from engine.retain.links import link_staged
 from engine.retain.payloads import (
     ChunkJob,
@@ -43,12 +44,15 @@ class RetainActivities:
         cpu: Executor,
         local: LocalExtractor,
         llm: LLMExtractor | None,
+        cpu_slots: int = 2,
     ) -> None:
         self._pool = pool
         self._embedder = embedder
         self._cpu = cpu
         self._local = local
         self._llm = llm
+        # One model run per CPU thread at a time, the rest wait in document order.
+        self._gate = OrderedGate(cpu_slots)
 
     @activity.defn
     async def plan_retain(self, batch: DocumentBatch) -> RetainPlan:
@@ -100,8 +104,7 @@ class RetainActivities:
 
     @activity.defn
     async def embed_facts(self, staged: StagedFacts) -> int:
-        async with self._pool.acquire() as conn:
-            return await embed_staged(conn, self._embedder, self._cpu, staged)
+        return await embed_staged(self._pool, self._embedder, self._cpu, staged, self._gate)
 
     @activity.defn
     async def resolve_entities(self, staged: StagedFacts) -> int:
@@ -110,8 +113,7 @@ class RetainActivities:
 
     @activity.defn
     async def link_facts(self, options: LinkOptions) -> int:
-        async with self._pool.acquire() as conn:
-            return await link_staged(conn, options)
+        return await link_staged(self._pool, self._cpu, options)
 
     @activity.defn
     async def upsert_document(self, job: UpsertDocument) -> UpsertResult:

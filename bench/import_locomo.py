@@ -4,8 +4,9 @@ Self-contained: it starts its own embedded PostgreSQL and Temporal dev server in
 home, one worker process (`python -m worker`, as `engram up` runs it) and the HTTP app in
 process, imports `locomo10.json` through `POST .../import`, and waits for the import to
 finish. Then, with the worker stopped, it times the embedding step alone: the same model call
-the embed activity makes (`embed_with_tokens`) on every stored fact, in batches of
-EMBED_BATCH over a pool of the worker's CPU_THREADS threads. It prints wall time, turns/s,
+the embed activity makes (`embed_with_tokens`) on every stored fact, in the same model
+batches (`engine.retain.staging.model_batches`: MODEL_BATCH texts of similar length) over a
+pool of the worker's CPU_THREADS threads. It prints wall time, turns/s,
 the embedding-only time and their ratio, and where the worker spent its time (per-activity
 sums from its Prometheus endpoint, `engram_activity_duration_seconds`).
 
@@ -39,6 +40,7 @@ from temporalio.client import Client
 
 from engine.db import create_pool, migrate
 from engine.embedding import Embedder, load_embedder
+from engine.retain.staging import model_batches
 from engine.settings import Settings
 from engram.postgres import EmbeddedPostgres
 from engram.temporal_server import TemporalDevServer
@@ -46,7 +48,6 @@ from server.app import create_app
 from server.services import Services
 from worker.main import CPU_THREADS
 from workflows.converter import DATA_CONVERTER
-from workflows.policies import EMBED_BATCH
 
 DEFAULT_DATA: Final = Path("../shared/data/locomo/locomo10.json")
 TARGET_TURNS_PER_S: Final = 100.0
@@ -117,7 +118,7 @@ def wait_for_worker(port: int, worker: subprocess.Popen[bytes]) -> None:
 
 def time_embedding(embedder: Embedder, texts: list[str]) -> float:
     """The embed activity's model call on every fact, as the worker's CPU pool runs it."""
-    batches = [texts[i : i + EMBED_BATCH] for i in range(0, len(texts), EMBED_BATCH)]
+    batches = [[texts[i] for i in run] for run in model_batches(texts)]
     started = time.perf_counter()
     with ThreadPoolExecutor(CPU_THREADS) as pool:
         list(pool.map(embedder.embed_with_tokens, batches))
@@ -181,7 +182,12 @@ async def import_and_collect(
         async with httpx.AsyncClient(transport=transport, base_url="http://bench") as client:
             status, wall = await run_import(client, content, "locomo", links, out)
         async with pool.acquire() as conn:
-            texts = [r["text"] for r in await conn.fetch("SELECT text FROM memory_units")]
+            # Observations are left out: the consolidation the import requests may have
+            # added a few by now, and they are not the import's embedding work.
+            rows = await conn.fetch(
+                "SELECT text FROM memory_units WHERE fact_type <> 'observation'"
+            )
+            texts = [r["text"] for r in rows]
         return status, wall, texts
     finally:
         cpu.shutdown()

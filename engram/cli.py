@@ -2,7 +2,7 @@
 
 Every API command talks to `--url`, else `ENGRAM_URL`, else the local stack; `--bank` defaults
 to `ENGRAM_BANK`. Errors print one line (`engram: ...`) and exit non-zero: 1 when the server
-refused or failed, 2 for a usage problem. `engram reflect` comes once reflect exists.
+refused or failed, 2 for a usage problem.
 """
 
 from __future__ import annotations
@@ -54,6 +54,13 @@ EPILOG_RECALL = """examples:
   engram recall --bank alice "where does Alice live?"
   engram recall --bank alice "trips last year" --budget high --type experience
   engram recall --bank alice "dogs" --json | jq '.results[0]'
+"""
+EPILOG_REFLECT = """examples:
+  engram reflect --bank alice "how has Alice's Python changed this year?"
+  engram reflect --bank alice "what should I get Alice for her birthday?" --budget high
+  engram reflect --bank alice "is Alice comfortable with async?" --json | jq '.based_on'
+
+Without an LLM key (ENGRAM_LLM_API_KEY) the answer lists the evidence instead.
 """
 EPILOG_IMPORT = """examples:
   engram import conversations.json --bank alice        # a ChatGPT data export
@@ -173,6 +180,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     recall.add_argument("--limit", type=int, default=20, help="rows to show (default 20)")
     recall.add_argument("--json", action="store_true", help="print the API's JSON answer")
+
+    reflect = _command(
+        commands,
+        "reflect",
+        "answer a question by reasoning over memories",
+        EPILOG_REFLECT,
+        [banked],
+    )
+    reflect.add_argument("query", metavar="QUERY")
+    reflect.add_argument("--budget", choices=("low", "mid", "high"), default="mid")
+    reflect.add_argument("--context", help="what the question is about, for the model")
+    reflect.add_argument("--json", action="store_true", help="print the API's JSON answer")
 
     imp = _command(
         commands,
@@ -377,6 +396,23 @@ def cmd_recall(client: EngramClient, args: argparse.Namespace, out: TextIO) -> i
     return 0
 
 
+def cmd_reflect(client: EngramClient, args: argparse.Namespace, out: TextIO) -> int:
+    raw = client.reflect_raw(bank(args), args.query, budget=args.budget, context=args.context)
+    if args.json:
+        out.write(json.dumps(raw, indent=2, ensure_ascii=False) + "\n")
+        return 0
+    out.write(str(raw.get("text", "")).rstrip() + "\n")
+    based_on = raw.get("based_on") or {}
+    sources = [
+        (str(m.get("type") or "mental_model"), str(m.get("id")), str(m.get("text", "")))
+        for m in [*based_on.get("mental_models", []), *based_on.get("memories", [])]
+    ]
+    if sources:
+        out.write("\nbased on:\n")
+        table(sources, ("TYPE", "ID", "TEXT"), out)
+    return 0
+
+
 def import_files(source: str) -> list[ImportFile]:
     if source == "-":
         return [ImportFile("", read_stdin())]
@@ -549,6 +585,7 @@ COMMANDS: dict[str, Callable[[EngramClient, argparse.Namespace, TextIO], int]] =
     "banks": cmd_banks,
     "retain": cmd_retain,
     "recall": cmd_recall,
+    "reflect": cmd_reflect,
     "import": cmd_import,
     "export": cmd_export,
     "documents": cmd_documents,

@@ -216,6 +216,18 @@ class EngramClient:
         )
         return result
 
+    def reflect_raw(
+        self, bank_id: str, query: str, *, budget: str = "mid", context: str | None = None
+    ) -> dict[str, Any]:
+        """Reflect's answer with what it is based on (`include.facts`)."""
+        body: dict[str, Any] = {"query": query, "budget": budget, "include": {"facts": {}}}
+        if context:
+            body["context"] = context
+        result: dict[str, Any] = self._json(
+            "POST", f"/v1/default/banks/{_segment(bank_id)}/reflect", body=body
+        )
+        return result
+
     @staticmethod
     def recall_hits(raw: Mapping[str, Any]) -> list[RecallHit]:
         hits = []

@@ -1,7 +1,13 @@
 import os
-import sys
 
-from server.main import main
+# Before numpy and onnxruntime load (engram/supervisor.py sets the same for its children):
+# one BLAS thread per process, the thread pools size the concurrency.
+for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_name, "1")
+
+import sys  # noqa: E402
+
+from server.main import main  # noqa: E402
 
 # Exit explicitly: the Temporal SDK's runtime can abort during interpreter teardown.
 code = main()

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
+import asyncpg
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -14,13 +16,18 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from engine.db import Pool, pending_migrations
+from engine.store.status import memory_status
 from server.errors import EXCEPTION_HANDLERS
-from server.metrics import HTTPMetrics, MetricsMiddleware, PoolCollector
+from server.metrics import HTTPMetrics, MemoryGauges, MetricsMiddleware, PoolCollector
 from server.recall_metrics import RecallMetrics
 from server.routes import api_routes
 from server.services import Services
 
+log = logging.getLogger("engram.server")
+
 ENGRAM_VERSION = "0.1.0"
+# A scrape must answer even when PostgreSQL does not: the status read gets this long.
+STATUS_TIMEOUT_S = 2.0
 ServicesFactory = Callable[[], AbstractAsyncContextManager[Services]]
 
 
@@ -86,8 +93,17 @@ async def live(request: Request) -> Response:
 def create_app(open_services: ServicesFactory) -> Starlette:
     registry = CollectorRegistry()
     metrics = HTTPMetrics(registry)
+    gauges = MemoryGauges(registry)
 
     async def metrics_endpoint(request: Request) -> Response:
+        services: Services | None = getattr(request.app.state, "services", None)
+        if services is not None:
+            try:
+                async with services.pool.acquire(timeout=STATUS_TIMEOUT_S) as conn:
+                    gauges.update(await memory_status(conn))
+            except (asyncpg.PostgresError, OSError, TimeoutError) as exc:
+                log.warning("metrics: cannot read the memory status: %s", exc)
+                gauges.up.set(0)
         return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
 
     routes: list[BaseRoute] = [

@@ -12,6 +12,7 @@ from starlette.routing import BaseRoute, Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from engine.db import Pool
+from engine.store.status import MemoryStatus
 
 LATENCY_BUCKETS = (0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 
@@ -34,6 +35,42 @@ class HTTPMetrics:
         self.in_flight = Gauge(
             "engram_http_requests_in_flight", "Requests being served.", registry=registry
         )
+
+
+class MemoryGauges:
+    """The memory's size and waiting work, refreshed from PostgreSQL at each scrape."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.up = Gauge(
+            "engram_memory_status_up",
+            "1 when the last scrape read the memory status from PostgreSQL, else 0.",
+            registry=registry,
+        )
+        self.banks = Gauge("engram_banks", "Memory banks.", registry=registry)
+        self.units = Gauge(
+            "engram_memory_units", "Memory units by type.", ["type"], registry=registry
+        )
+        self.backlog = Gauge(
+            "engram_consolidation_backlog_facts",
+            "Facts waiting to be consolidated into observations.",
+            registry=registry,
+        )
+        self.operations = Gauge(
+            "engram_operations",
+            "Operations by kind and status (pending and running ones are work in progress).",
+            ["kind", "status"],
+            registry=registry,
+        )
+
+    def update(self, status: MemoryStatus) -> None:
+        self.up.set(1)
+        self.banks.set(status.banks)
+        for fact_type, count in status.units.items():
+            self.units.labels(fact_type).set(count)
+        self.backlog.set(status.consolidation_backlog)
+        self.operations.clear()
+        for (kind, state), count in status.operations.items():
+            self.operations.labels(kind, state).set(count)
 
 
 class PoolCollector(Collector):

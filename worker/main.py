@@ -20,6 +20,8 @@ from temporalio.worker import Worker
 
 from activities.consolidation import ConsolidationActivities
 from activities.imports import ImportActivities
+from activities.mental_models import MentalModelActivities
+from activities.reflect import ReflectActivities
 from activities.retain import RetainActivities
 from engine.db import Pool, create_pool, migrate
 from engine.embedding import Embedder, load_embedder
@@ -27,6 +29,10 @@ from engine.errors import ConfigurationError
 from engine.extraction.llm import LLMExtractor
 from engine.extraction.local import LocalExtractor
 from engine.llm import LLMClient
+from engine.recall.config import RecallConfig
+from engine.recall.engine import RecallEngine
+from engine.recall.rerank import load_reranker
+from engine.reflect.search import ReflectSearch
 from engine.settings import Settings
 from worker.heartbeat import HeartbeatInterceptor
 from worker.metrics import ActivityMetrics, MetricsInterceptor, SDKMetricsProxy
@@ -34,6 +40,8 @@ from worker.schedules import ensure_schedules
 from workflows.consolidation import ConsolidationSweepWorkflow, ConsolidationWorkflow
 from workflows.converter import DATA_CONVERTER
 from workflows.imports import ImportDocumentWorkflow, ImportWorkflow
+from workflows.mental_models import MentalModelRefreshWorkflow, MentalModelTriggerWorkflow
+from workflows.reflect import ReflectWorkflow
 from workflows.retain import DocumentRetainWorkflow, RetainWorkflow
 
 log = logging.getLogger("engram.worker")
@@ -52,6 +60,9 @@ WORKFLOWS: Sequence[type] = (
     ImportDocumentWorkflow,
     ConsolidationWorkflow,
     ConsolidationSweepWorkflow,
+    MentalModelRefreshWorkflow,
+    MentalModelTriggerWorkflow,
+    ReflectWorkflow,
 )
 
 
@@ -61,6 +72,17 @@ class WorkerServices:
     embedder: Embedder
     cpu: ThreadPoolExecutor
     llm: LLMClient | None
+    # Reflect's recall; None: built with the default recall settings (tests).
+    recall: RecallEngine | None = None
+
+
+def recall_engine_of(
+    settings: Settings, pool: Pool, embedder: Embedder, cpu: ThreadPoolExecutor
+) -> RecallEngine:
+    """Recall as the server builds it (server/routes/recall.py), for reflect's tools."""
+    config = RecallConfig(mmr_lambda=settings.recall_mmr_lambda)
+    reranker = load_reranker(settings.recall_reranker, embedder.dimension, config.context_weight)
+    return RecallEngine(pool, embedder, cpu, reranker, config)
 
 
 def activities_of(services: WorkerServices) -> list[Any]:
@@ -70,10 +92,23 @@ def activities_of(services: WorkerServices) -> list[Any]:
         services.cpu,
         LocalExtractor(),
         LLMExtractor(services.llm) if services.llm is not None else None,
+        cpu_slots=CPU_THREADS,
     )
     imports = ImportActivities(services.pool)
     consolidation = ConsolidationActivities(
         services.pool, services.embedder, services.cpu, services.llm
+    )
+    mental_models = MentalModelActivities(services.pool, services.embedder, services.cpu)
+    recall = services.recall or RecallEngine(
+        services.pool,
+        services.embedder,
+        services.cpu,
+        load_reranker("maxsim", services.embedder.dimension, RecallConfig().context_weight),
+    )
+    reflect = ReflectActivities(
+        services.pool,
+        ReflectSearch(services.pool, services.embedder, services.cpu, recall),
+        services.llm,
     )
     return [
         retain.plan_retain,
@@ -91,6 +126,18 @@ def activities_of(services: WorkerServices) -> list[Any]:
         consolidation.consolidate_batch,
         consolidation.finish_consolidation,
         consolidation.find_consolidation_work,
+        mental_models.begin_refresh,
+        mental_models.plan_refresh,
+        mental_models.store_refresh,
+        mental_models.record_refresh_failure,
+        mental_models.finish_refresh,
+        mental_models.find_models_after_consolidation,
+        mental_models.retire_orphan_schedule,
+        reflect.load_reflect_context,
+        reflect.reflect_turn,
+        reflect.run_reflect_tool,
+        reflect.gather_reflect_evidence,
+        reflect.structure_reflect_answer,
     ]
 
 
@@ -104,7 +151,8 @@ async def open_worker_services(
     cpu = ThreadPoolExecutor(CPU_THREADS, thread_name_prefix="engram-cpu")
     llm = LLMClient(settings.llm) if settings.llm.configured else None
     try:
-        yield WorkerServices(pool, embedder, cpu, llm)
+        recall = recall_engine_of(settings, pool, embedder, cpu)
+        yield WorkerServices(pool, embedder, cpu, llm, recall)
     finally:
         if llm is not None:
             await llm.close()

@@ -13,6 +13,9 @@ fact still waiting. Progress is a query, and the run's row in `operations` (kind
 `consolidation`). After BATCHES_PER_RUN batches the run continues as new, carrying its
 operation and totals, so its history stays small however large the backlog.
 
+A run that changed observations then asks for a refresh of the bank's mental models whose
+trigger has `refresh_after_consolidation` (workflows/mental_models.py).
+
 The sweep, started by a Temporal Schedule every SWEEP_INTERVAL, is the safety net: it
 requests a consolidation for every bank with facts waiting (e.g. from an import, or a retain
 whose request failed) or with observations whose evidence was deleted.
@@ -41,6 +44,8 @@ with workflow.unsafe.imports_passed_through():
         SweepRequest,
     )
     from workflows import policies
+
+from workflows.mental_models import refresh_after_consolidation
 
 # One batch: local batches take about a second; llm ones wait on a model, with patient
 # retries (rate limits, 5xx) like extraction.
@@ -149,6 +154,8 @@ class ConsolidationWorkflow:
             await self._finish(operation_id, "failed", _cause(exc))
             raise
         await self._finish(operation_id, "completed", None)
+        if _changed(self._totals) and workflow.patched("refresh-mental-models"):
+            await _refresh_mental_models(request.bank_id)
         return self._totals
 
     async def _drain(self, request: ConsolidationRequest, operation_id: str) -> None:
@@ -213,6 +220,19 @@ class ConsolidationSweepWorkflow:
         for bank_id in banks:
             await request_consolidation(bank_id, "schedule")
         return len(banks)
+
+
+def _changed(totals: ConsolidationCounts) -> bool:
+    return any((totals.created, totals.reinforced, totals.updated, totals.merged, totals.retracted))
+
+
+async def _refresh_mental_models(bank_id: str) -> None:
+    """Observations changed: refresh the bank's models that ask for it. A failure here is
+    logged, not raised: the consolidation itself succeeded and its operation says so."""
+    try:
+        await refresh_after_consolidation(bank_id)
+    except ActivityError as exc:
+        workflow.logger.warning("mental models of %s not refreshed: %s", bank_id, _cause(exc))
 
 
 def _cause(exc: BaseException) -> str:

@@ -39,8 +39,34 @@ EXTRACT = ActivityPolicy(
         non_retryable_error_types=["InvalidInput"],
     ),
 )
-# Embedding is local CPU work bounded by batch size.
-EMBED = ActivityPolicy(timedelta(minutes=5), _FAST_RETRY)
+# Embedding is local CPU work bounded by batch size, but a call waits its turn in document
+# order (engine/retain/gate.py): the last document of a large import waits for every one
+# before it, minutes on a loaded machine. The heartbeat, not this timeout, catches a dead
+# worker, so it is generous (5 minutes cancelled waiting calls during a LoCoMo import).
+EMBED = ActivityPolicy(timedelta(minutes=30), _FAST_RETRY)
+# Reflect: one model turn. A timeout, 5xx or rate limit is retried with backoff (the
+# client's own timeout, ENGRAM_LLM_TIMEOUT, ends a hung call first); a refusal (4xx) is not.
+REFLECT_MODEL = ActivityPolicy(
+    timedelta(minutes=5),
+    RetryPolicy(
+        initial_interval=timedelta(seconds=1),
+        backoff_coefficient=2.0,
+        maximum_interval=timedelta(seconds=30),
+        maximum_attempts=5,
+        non_retryable_error_types=["InvalidInput", "NotFound"],
+    ),
+)
+# Reflect: one tool call (a search or an expand), database and local CPU work.
+REFLECT_TOOL = ActivityPolicy(
+    timedelta(minutes=2),
+    RetryPolicy(
+        initial_interval=timedelta(milliseconds=200),
+        backoff_coefficient=2.0,
+        maximum_interval=timedelta(seconds=30),
+        maximum_attempts=8,
+        non_retryable_error_types=["InvalidInput", "NotFound"],
+    ),
+)
 # Bookkeeping of operation status; must not be the reason a retain fails.
 BOOKKEEPING = ActivityPolicy(timedelta(seconds=30), _FAST_RETRY)
 

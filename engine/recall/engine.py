@@ -248,6 +248,8 @@ class RecallEngine:
             type_weights=config.link_type_weights,
             max_entity_mentions=config.max_entity_mentions,
             similarity_weight=config.graph_similarity_weight,
+            max_entities=config.graph_max_entities,
+            entity_scan=config.graph_entity_scan,
             exclude={hit.unit_id for arm in arms for hit in arm.hits},
         )
 

@@ -110,6 +110,9 @@ class StagedFacts:
     bank_id: str
     operation_id: str
     fact_ids: list[str]
+    # Embedding order among concurrent callers, lowest first (engine.retain.gate): retains 0,
+    # imported documents their position + 1.
+    priority: int = 0
 
 
 @dataclass(frozen=True)

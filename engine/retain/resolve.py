@@ -52,6 +52,17 @@ UPDATE entities SET aliases = array_append(aliases, $2),
 WHERE id = $1 AND NOT ($3 = ANY(aliases_normalized)) AND normalized_name <> $3
 """
 
+# Concurrent retains of one bank resolve their batches in parallel transactions. Each first
+# takes a transaction-level lock per normalised name it will resolve, in sorted order, so two
+# batches that share names serialise on them instead of deadlocking on the unique index
+# (one inserting "A" then "B", the other "B" then "A"); alias additions to existing entities
+# are applied last, in entity-id order, which is also the order upsert locks entity rows in.
+_LOCK_NAMES = """
+SELECT count(pg_advisory_xact_lock(
+    hashtextextended('entity' || E'\\x1f' || $1 || E'\\x1f' || k, 0)))
+FROM unnest($2::text[]) AS k
+"""
+
 _SET_IDS = """
 UPDATE staged_facts AS s SET entity_ids = v.ids::uuid[]
 FROM (SELECT unnest($1::uuid[]) AS fact_id, unnest($2::text[]) AS ids) AS v
@@ -66,7 +77,10 @@ def _parse_time(raw: str | None) -> datetime | None:
 async def resolve_staged_entities(conn: Connection, staged: StagedFacts) -> int:
     """Resolve every mention once per batch; returns how many new entities were created."""
     rows = await conn.fetch(_STAGED, staged.fact_ids)
+    keys = {normalize_name(e["name"]) for row in rows for e in (row["entities"] or [])}
+    await conn.execute(_LOCK_NAMES, staged.bank_id, sorted(k for k in keys if k))
     resolved: dict[str, str] = {}  # normalised mention -> entity id
+    aliases: dict[str, list[tuple[str, str]]] = {}  # entity id -> (alias, normalised) to add
     created = 0
     fact_ids: list[str] = []
     fact_entities: list[str] = []
@@ -85,7 +99,7 @@ async def resolve_staged_entities(conn: Connection, staged: StagedFacts) -> int:
                 )
                 cooccurring_ids = frozenset(resolved[n] for n in names if n in resolved)
                 match, was_created = await _resolve_one(
-                    conn, staged.bank_id, mention, key, cooccurring_ids
+                    conn, staged.bank_id, mention, key, cooccurring_ids, aliases
                 )
                 resolved[key] = match
                 created += was_created
@@ -93,6 +107,9 @@ async def resolve_staged_entities(conn: Connection, staged: StagedFacts) -> int:
                 ids.append(resolved[key])
         fact_ids.append(row["fact_id"])
         fact_entities.append("{" + ",".join(ids) + "}")
+    for eid in sorted(aliases):
+        for alias, key in aliases[eid]:
+            await conn.execute(_ADD_ALIAS, eid, alias, key)
     if fact_ids:
         await conn.execute(_SET_IDS, fact_ids, fact_entities)
     return created
@@ -104,13 +121,16 @@ async def _resolve_one(
     mention: Mention,
     key: str,
     cooccurring_ids: frozenset[str],
+    aliases: dict[str, list[tuple[str, str]]],
 ) -> tuple[str, bool]:
+    """The entity `mention` names, and whether it was created. Aliases found for existing
+    entities are collected in `aliases` (and seen by later mentions of the batch)."""
     rows = await conn.fetch(_CANDIDATES, bank_id, key, CANDIDATE_LIMIT)
     candidates = [
         Candidate(
             entity_id=row["id"],
             canonical_name=row["canonical_name"],
-            aliases=tuple(row["aliases"]),
+            aliases=(*row["aliases"], *(a for a, _ in aliases.get(row["id"], []))),
             kind=row["kind"],
             last_seen=row["last_seen"],
             cooccurring=frozenset(row["cooccurring"]),
@@ -119,7 +139,7 @@ async def _resolve_one(
     ]
     resolution = resolve_mention(mention, candidates, cooccurring_ids)
     if resolution.entity_id is not None:
-        await conn.execute(_ADD_ALIAS, resolution.entity_id, mention.name.strip(), key)
+        aliases.setdefault(resolution.entity_id, []).append((mention.name.strip(), key))
         return resolution.entity_id, False
     new_id = entity_id(bank_id, key)
     status = await conn.execute(

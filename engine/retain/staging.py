@@ -13,9 +13,10 @@ from typing import Any
 import numpy as np
 from pgvector import Vector
 
-from engine.db import Connection
+from engine.db import Connection, Pool
 from engine.embedding import Embedder
 from engine.recall.vectors import encode_token_vectors
+from engine.retain.gate import OrderedGate
 from engine.retain.payloads import ChunkJob, ExtractionBatch, StagedFacts
 from engine.types import ExtractedEntity, ExtractedFact, ItemContext
 
@@ -123,20 +124,42 @@ WHERE s.fact_id = v.fact_id
 """
 
 
+# Texts per model run. A call's texts are sorted by length first, so each run pads little; the
+# runs of one call go through the gate (engine/retain/gate.py) in the call's priority.
+MODEL_BATCH = 128
+
+
+def model_batches(texts: Sequence[str], size: int = MODEL_BATCH) -> list[list[int]]:
+    """Indexes of `texts` per model run, similar lengths together."""
+    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+    return [order[start : start + size] for start in range(0, len(order), size)]
+
+
 async def embed_staged(
-    conn: Connection, embedder: Embedder, cpu: Executor, staged: StagedFacts
+    pool: Pool, embedder: Embedder, cpu: Executor, staged: StagedFacts, gate: OrderedGate
 ) -> int:
-    rows = await conn.fetch(_TEXTS, staged.fact_ids)
-    if not rows:
-        return 0
+    """Embed staged facts, any number: one model run per MODEL_BATCH texts. No connection is
+    held while the model runs: with many runs waiting their turn, held connections would
+    starve every other step."""
+    async with pool.acquire() as conn:
+        rows = await conn.fetch(_TEXTS, staged.fact_ids)
     texts = [row["text"] for row in rows]
     loop = asyncio.get_running_loop()
-    # One model run gives the sentence vectors and the reranker's token vectors.
-    vectors, tokens = await loop.run_in_executor(cpu, embedder.embed_with_tokens, texts)
-    await conn.execute(
-        _SET_EMBEDDINGS,
-        [row["fact_id"] for row in rows],
-        [Vector(np.asarray(v, dtype=np.float32)) for v in vectors],
-        [encode_token_vectors(t) for t in tokens],
-    )
+
+    async def run(indexes: list[int]) -> None:
+        batch = [texts[i] for i in indexes]
+        # One model run gives the sentence vectors and the reranker's token vectors.
+        async with gate.hold(staged.priority):
+            vectors, tokens = await loop.run_in_executor(cpu, embedder.embed_with_tokens, batch)
+        async with pool.acquire() as conn:
+            await conn.execute(
+                _SET_EMBEDDINGS,
+                [rows[i]["fact_id"] for i in indexes],
+                [Vector(np.asarray(v, dtype=np.float32)) for v in vectors],
+                [encode_token_vectors(t) for t in tokens],
+            )
+
+    async with asyncio.TaskGroup() as group:
+        for indexes in model_batches(texts):
+            group.create_task(run(indexes))
     return len(rows)

@@ -112,6 +112,14 @@ SELECT bank_id, from_unit, to_unit, link_type, weight FROM arrived
 ON CONFLICT DO NOTHING
 """
 
+# Entity rows are locked in id order before they are updated (resolve adds aliases in the same
+# order), so concurrent upserts touching the same entities queue instead of deadlocking.
+_LOCK_ENTITIES = """
+SELECT count(*) FROM (
+    SELECT 1 FROM entities WHERE id = ANY($1::uuid[]) ORDER BY id FOR NO KEY UPDATE
+) locked
+"""
+
 _REFRESH_ENTITIES = """
 UPDATE entities e SET
     mention_count = (SELECT count(*) FROM unit_entities ue WHERE ue.entity_id = e.id),
@@ -185,6 +193,7 @@ async def upsert_document(conn: Connection, job: UpsertDocument) -> UpsertResult
         staged = await conn.fetch(_STAGED, bank, plan.document_id, chunk_ids)
         links_added = await _store_units(conn, bank, plan.document_id, staged)
         touched = sorted({eid for row in staged for eid in (row["entity_ids"] or [])})
+        await conn.execute(_LOCK_ENTITIES, touched + removed_entities)
         await conn.execute(_REFRESH_ENTITIES, touched + removed_entities)
         await conn.execute(DELETE_ORPHAN_ENTITIES, bank, removed_entities)
         await conn.execute(

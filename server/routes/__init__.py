@@ -4,7 +4,16 @@ from __future__ import annotations
 
 from starlette.routing import BaseRoute
 
-from server.routes import banks, imports, memories, observations, recall, retain
+from server.routes import (
+    banks,
+    imports,
+    memories,
+    mental_models,
+    observations,
+    recall,
+    reflect,
+    retain,
+)
 
 
 def api_routes() -> list[BaseRoute]:
@@ -15,4 +24,6 @@ def api_routes() -> list[BaseRoute]:
         *memories.routes(),
         *imports.routes(),
         *observations.routes(),
+        *reflect.routes(),
+        *mental_models.routes(),
     ]

@@ -9,6 +9,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from engine.errors import InvalidInput
+from engine.mental_models.store import bank_schedule_ids
 from engine.store.banks import (
     Bank,
     BankConfig,
@@ -20,6 +21,7 @@ from engine.store.banks import (
     reset_bank_config,
 )
 from server.http import int_param, iso, json_response, parse_body, path_param, services_of
+from server.mental_models import delete_schedule
 from server.schemas import BankIn, ConfigPatchIn
 
 # Hindsight's extraction modes mapped to ours: verbatim modes store chunks as they are; the
@@ -129,8 +131,14 @@ async def list_all(request: Request) -> Response:
 
 async def delete(request: Request) -> Response:
     bank_id = path_param(request, "bank_id")
-    async with services_of(request).pool.acquire() as conn:
+    services = services_of(request)
+    async with services.pool.acquire() as conn:
+        schedules = await bank_schedule_ids(conn, bank_id)
         await delete_bank(conn, bank_id)
+    # The bank's mental-model and report schedules go with it (a leftover one would also
+    # delete itself when it next fires, but should not linger in the Temporal UI).
+    for schedule_id in schedules:
+        await delete_schedule(services.temporal, schedule_id)
     return json_response({"success": True, "message": f"bank {bank_id} deleted"})
 
 

@@ -8,30 +8,11 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from engine.recall.config import RecallConfig
-from engine.recall.engine import RecallEngine
-from engine.recall.rerank import load_reranker
 from engine.recall.types import CandidateRow, RecalledMemory, RecallResult
 from engine.store.banks import get_bank
 from server.http import iso, json_response, parse_body, path_param, services_of
 from server.recall_metrics import RecallMetrics
 from server.recall_schemas import RecallIn, to_recall_request
-
-
-def recall_engine(request: Request) -> RecallEngine:
-    """The app's engine, built on first use from the open services (the reranker may load
-    a model, so it is built once per app)."""
-    engine: RecallEngine | None = getattr(request.app.state, "recall_engine", None)
-    if engine is None:
-        services = services_of(request)
-        settings = services.settings
-        config = RecallConfig(mmr_lambda=settings.recall_mmr_lambda)
-        reranker = load_reranker(
-            settings.recall_reranker, services.embedder.dimension, config.context_weight
-        )
-        engine = RecallEngine(services.pool, services.embedder, services.cpu, reranker, config)
-        request.app.state.recall_engine = engine
-    return engine
 
 
 def row_item(row: CandidateRow, include_entities: bool) -> dict[str, Any]:
@@ -112,7 +93,7 @@ async def recall(request: Request) -> Response:
     services = services_of(request)
     async with services.pool.acquire() as conn:
         await get_bank(conn, bank_id)
-    result = await recall_engine(request).recall(recall_request)
+    result = await services.recall.recall(recall_request)
     metrics: RecallMetrics | None = getattr(request.app.state, "recall_metrics", None)
     if metrics is not None:
         metrics.observe(recall_request.budget, result)

@@ -226,3 +226,20 @@ async def test_deleting_a_document_removes_its_facts_links_and_orphan_entities(
     ]
     assert "Ivo" in names and "Zelda" not in names
     assert (await api.get(f"{BASE}/{bank_id}/documents/d1")).status_code == 404
+
+
+async def test_document_ids_with_slashes_can_be_read_and_deleted(
+    api: httpx.AsyncClient, bank_id: str
+) -> None:
+    document_id = "notes/2024/june.md"
+    await retain(
+        api, bank_id, {"items": [{"content": "Ivo repaired the boat.", "document_id": document_id}]}
+    )
+    for path in (document_id, document_id.replace("/", "%2F")):
+        response = await api.get(f"{BASE}/{bank_id}/documents/{path}")
+        assert response.status_code == 200, response.text
+        assert response.json()["id"] == document_id
+    chunks = (await api.get(f"{BASE}/{bank_id}/documents/{document_id}/chunks")).json()
+    assert [c["document_id"] for c in chunks["items"]] == [document_id]
+    assert (await api.delete(f"{BASE}/{bank_id}/documents/{document_id}")).status_code == 200
+    assert (await api.get(f"{BASE}/{bank_id}/documents/{document_id}")).status_code == 404

@@ -40,3 +40,35 @@ async def test_metrics_use_route_templates_so_labels_stay_bounded(api: httpx.Asy
     assert "engram_http_request_duration_seconds_bucket" in text
     assert "engram_http_requests_in_flight" in text
     assert "engram_db_pool_size" in text
+
+
+def _gauges(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }
+
+
+async def test_metrics_report_memory_size_and_waiting_work(
+    api: httpx.AsyncClient, bank_id: str
+) -> None:
+    before = _gauges((await api.get("/metrics")).text)
+    body = {"items": [{"content": "Ivo repaired the boat. Zelda sailed it to Split."}]}
+    response = await api.post(f"/v1/default/banks/{bank_id}/memories", json=body)
+    assert response.status_code == 200, response.text
+    facts = (await api.get(f"/v1/default/banks/{bank_id}/memories/list")).json()["items"]
+    stored = [f for f in facts if f["fact_type"] != "observation"]
+    after = _gauges((await api.get("/metrics")).text)
+
+    def facts_in(g: dict[tuple[str, tuple[tuple[str, str], ...]], float]) -> float:
+        return sum(
+            g.get(("engram_memory_units", (("type", t),)), 0) for t in ("world", "experience")
+        )
+
+    assert after[("engram_memory_status_up", ())] == 1
+    assert stored and facts_in(after) - facts_in(before) == len(stored)
+    assert after[("engram_banks", ())] >= 1
+    assert ("engram_consolidation_backlog_facts", ()) in after
+    done = ("engram_operations", (("kind", "retain"), ("status", "completed")))
+    assert after[done] - before.get(done, 0) == 1

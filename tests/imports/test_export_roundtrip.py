@@ -70,7 +70,9 @@ async def facts(api: httpx.AsyncClient, bank: str) -> list[tuple[str, str | None
     response = await api.get(f"{BASE}/{bank}/memories/list", params={"limit": "1000"})
     assert response.status_code == 200
     return sorted(
-        (f["text"], f["mentioned_at"], f["document_id"]) for f in response.json()["items"]
+        (f["text"], f["mentioned_at"], f["document_id"])
+        for f in response.json()["items"]
+        if f["fact_type"] != "observation"  # consolidation adds these on its own schedule
     )
 
 

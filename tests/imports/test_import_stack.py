@@ -153,8 +153,13 @@ def kill_everything(process: subprocess.Popen[str], home: Path) -> None:
 
 
 def facts(api: str, bank: str) -> list[str]:
-    body = get(f"{api}/v1/default/banks/{bank}/memories/list?limit=1000")
-    return sorted(item["text"] for item in body["items"])
+    """The bank's extracted facts (observations, which the consolidation an import requests
+    adds on its own schedule, are left out)."""
+    texts: list[str] = []
+    for kind in ("world", "experience"):
+        body = get(f"{api}/v1/default/banks/{bank}/memories/list?limit=1000&type={kind}")
+        texts += [item["text"] for item in body["items"]]
+    return sorted(texts)
 
 
 @pytest.mark.timeout(600)

@@ -1,0 +1,626 @@
+"""Synthetic memory for the latency benchmark: journal-like facts about people, places,
+organisations, projects and events, each dated, and questions that name them with a time.
+
+Deterministic for a seed. Names follow a Zipf-like law (a few people, places and projects
+recur in thousands of facts, most in a handful), which is what makes an entity index and a
+keyword index behave as they would on a real user's memory: some posting lists are long.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Final
+
+from engine.types import EntityKind, ExtractedEntity, ExtractedFact
+
+
+def _words(text: str) -> tuple[str, ...]:
+    return tuple(text.split())
+
+
+FIRST: Final = [
+    "Maya",
+    "Liam",
+    "Noah",
+    "Emma",
+    "Olivia",
+    "Ava",
+    "Lucas",
+    "Mia",
+    "Ethan",
+    "Zoe",
+    "Amara",
+    "Kenji",
+    "Priya",
+    "Mateo",
+    "Sofia",
+    "Aiden",
+    "Chloe",
+    "Omar",
+    "Leila",
+    "Ravi",
+    "Hana",
+    "Diego",
+    "Ines",
+    "Tomas",
+    "Freya",
+    "Jonas",
+    "Elena",
+    "Marco",
+    "Nadia",
+    "Yusuf",
+    "Aisha",
+    "Felix",
+    "Clara",
+    "Hugo",
+    "Alma",
+    "Ivan",
+    "Lena",
+    "Oscar",
+    "Rosa",
+    "Samir",
+    "Tara",
+    "Victor",
+    "Wen",
+    "Xavier",
+    "Yara",
+    "Zane",
+    "Beatriz",
+    "Caleb",
+    "Daria",
+    "Emil",
+    "Farah",
+    "Gabriel",
+    "Helga",
+    "Isaac",
+    "Jasmin",
+    "Kofi",
+    "Lucia",
+    "Malik",
+    "Nora",
+    "Orla",
+    "Pablo",
+    "Quinn",
+    "Rania",
+    "Stefan",
+    "Talia",
+    "Umar",
+    "Vera",
+    "Wyatt",
+    "Ximena",
+    "Yosef",
+    "Zara",
+    "Anton",
+    "Bianca",
+    "Cyrus",
+    "Delia",
+    "Elias",
+    "Fiona",
+    "Gideon",
+    "Harriet",
+    "Idris",
+    "Juno",
+    "Kai",
+    "Luna",
+    "Milo",
+    "Nina",
+    "Otto",
+    "Petra",
+    "Rafael",
+    "Selma",
+    "Theo",
+    "Uma",
+    "Valentin",
+]
+LAST: Final = [
+    "Lopez",
+    "Chen",
+    "Okafor",
+    "Schmidt",
+    "Rossi",
+    "Tanaka",
+    "Patel",
+    "Novak",
+    "Silva",
+    "Andersen",
+    "Dubois",
+    "Kowalski",
+    "Haddad",
+    "Nguyen",
+    "Moreau",
+    "Fischer",
+    "Costa",
+    "Ivanova",
+    "Jensen",
+    "Kim",
+    "Larsen",
+    "Mendes",
+    "Nakamura",
+    "Oliveira",
+    "Park",
+    "Quinlan",
+    "Reyes",
+    "Sato",
+    "Torres",
+    "Usman",
+    "Varga",
+    "Weber",
+    "Yilmaz",
+    "Zhang",
+    "Abara",
+    "Brennan",
+    "Castillo",
+    "Duarte",
+    "Eriksen",
+    "Ferreira",
+    "Gallo",
+    "Hoffmann",
+    "Ishikawa",
+    "Jovanovic",
+    "Kaur",
+    "Lindqvist",
+    "Marin",
+    "Nilsen",
+    "Ortega",
+    "Petrov",
+    "Rahman",
+    "Santos",
+    "Takahashi",
+    "Ueda",
+    "Vasquez",
+    "Wagner",
+    "Xu",
+    "Yamamoto",
+    "Zielinski",
+    "Adeyemi",
+    "Bauer",
+    "Carvalho",
+    "Diallo",
+]
+CITIES: Final = [
+    "Lisbon",
+    "Porto",
+    "Madrid",
+    "Seville",
+    "Lyon",
+    "Marseille",
+    "Berlin",
+    "Hamburg",
+    "Munich",
+    "Vienna",
+    "Prague",
+    "Krakow",
+    "Warsaw",
+    "Budapest",
+    "Zagreb",
+    "Athens",
+    "Istanbul",
+    "Cairo",
+    "Nairobi",
+    "Lagos",
+    "Accra",
+    "Casablanca",
+    "Dubai",
+    "Mumbai",
+    "Bangalore",
+    "Delhi",
+    "Kathmandu",
+    "Bangkok",
+    "Hanoi",
+    "Singapore",
+    "Jakarta",
+    "Manila",
+    "Seoul",
+    "Busan",
+    "Tokyo",
+    "Osaka",
+    "Kyoto",
+    "Sapporo",
+    "Taipei",
+    "Shanghai",
+    "Beijing",
+    "Sydney",
+    "Melbourne",
+    "Auckland",
+    "Wellington",
+    "Vancouver",
+    "Toronto",
+    "Montreal",
+    "Boston",
+    "Chicago",
+    "Denver",
+    "Austin",
+    "Seattle",
+    "Portland",
+    "Oakland",
+    "Miami",
+    "Havana",
+    "Bogota",
+    "Lima",
+    "Santiago",
+    "Quito",
+    "Montevideo",
+    "Reykjavik",
+    "Oslo",
+    "Bergen",
+    "Stockholm",
+    "Helsinki",
+    "Tallinn",
+    "Riga",
+    "Dublin",
+    "Edinburgh",
+    "Glasgow",
+    "Cardiff",
+    "Bristol",
+    "Manchester",
+    "Leeds",
+    "Antwerp",
+    "Ghent",
+    "Utrecht",
+    "Rotterdam",
+    "Basel",
+    "Geneva",
+    "Zurich",
+    "Turin",
+    "Naples",
+    "Palermo",
+    "Valencia",
+    "Bilbao",
+    "Granada",
+    "Tbilisi",
+    "Yerevan",
+    "Almaty",
+    "Tashkent",
+]
+VENUE_ADJ: Final = [
+    "Blue",
+    "Golden",
+    "Old",
+    "Little",
+    "Silver",
+    "Green",
+    "Red",
+    "Quiet",
+    "Crooked",
+    "Hidden",
+    "Copper",
+    "Velvet",
+    "Lucky",
+    "Salty",
+    "Rusty",
+    "Wild",
+    "Sleepy",
+    "Northern",
+    "Paper",
+    "Iron",
+]
+VENUE_NOUN: Final = [
+    "Door",
+    "Lantern",
+    "Anchor",
+    "Fox",
+    "Owl",
+    "Harbor",
+    "Oak",
+    "Pine",
+    "Kettle",
+    "Compass",
+    "Bicycle",
+    "Whale",
+    "Lemon",
+    "Fern",
+    "Mill",
+    "Bridge",
+    "Garden",
+    "Feather",
+    "Teapot",
+    "Violin",
+]
+VENUE_KIND: Final = ("café", "bistro", "bookshop", "gallery", "climbing gym", "taproom", "bakery")
+ORG_HEAD: Final = [
+    "Northwind",
+    "Bluepeak",
+    "Larkspur",
+    "Ironbark",
+    "Brightwater",
+    "Cobalt",
+    "Meridian",
+    "Redfern",
+    "Stonegate",
+    "Silverline",
+    "Oakridge",
+    "Driftwood",
+    "Suncrest",
+    "Hollowbrook",
+    "Evergreen",
+    "Quillon",
+    "Tidewater",
+    "Highmoor",
+    "Kestrel",
+    "Wrenfield",
+    "Ashgrove",
+    "Lumen",
+    "Pinecrest",
+    "Harbourview",
+]
+ORG_TAIL: Final = (
+    "Labs", "Health", "Logistics", "Studio", "Robotics", "Foods", "Bank", "Press", "Energy",
+    "Analytics", "Clinic", "Architects", "Games", "Foundation",
+)  # fmt: skip
+PROJECT_ADJ: Final = [
+    "Amber",
+    "Crimson",
+    "Silent",
+    "Rapid",
+    "Lunar",
+    "Solar",
+    "Hollow",
+    "Bright",
+    "Frozen",
+    "Velvet",
+    "Iron",
+    "Scarlet",
+    "Azure",
+    "Emerald",
+    "Obsidian",
+    "Misty",
+    "Golden",
+    "Northern",
+    "Swift",
+    "Gentle",
+    "Copper",
+    "Radiant",
+    "Shadow",
+    "Polar",
+    "Coral",
+]
+PROJECT_NOUN: Final = [
+    "Falcon",
+    "Harbor",
+    "Lantern",
+    "Meadow",
+    "Comet",
+    "Glacier",
+    "Orchard",
+    "Beacon",
+    "Canyon",
+    "Willow",
+    "Sparrow",
+    "Atlas",
+    "Prism",
+    "Summit",
+    "Delta",
+    "Ember",
+    "Tundra",
+    "Pioneer",
+    "Horizon",
+    "Quarry",
+    "Nebula",
+    "Cascade",
+    "Heron",
+    "Juniper",
+]
+EVENTS: Final = (
+    "wedding", "hackathon", "half marathon", "board meeting", "book club", "product launch",
+    "jazz festival", "film premiere", "charity gala", "science fair", "chess tournament",
+    "pottery class", "farewell dinner", "housewarming party", "team offsite", "design review",
+    "budget review", "graduation", "birthday party", "job interview", "yoga retreat",
+    "climbing trip", "sailing course", "cooking workshop", "photography walk", "town hall",
+)  # fmt: skip
+HOBBIES: Final = (
+    "watercolour painting", "bouldering", "sourdough baking", "salsa dancing", "birdwatching",
+    "trail running", "woodworking", "learning Portuguese", "playing the cello", "chess",
+    "urban sketching", "beekeeping", "kayaking", "knitting", "astronomy", "calligraphy",
+    "gardening", "skateboarding", "fly fishing", "origami", "rock climbing", "pottery",
+)  # fmt: skip
+FOODS: Final = (
+    "ramen", "paella", "tacos al pastor", "dumplings", "lentil soup", "pad thai", "moussaka",
+    "shakshuka", "bibimbap", "risotto", "pho", "jollof rice", "pierogi", "falafel", "curry",
+    "gnocchi", "ceviche", "empanadas", "goulash", "banh mi",
+)  # fmt: skip
+TOPICS: Final = (
+    "the hiring plan", "the quarterly budget", "a data migration", "the onboarding flow",
+    "a security audit", "the mobile redesign", "pricing experiments", "a supplier contract",
+    "the office move", "a grant application", "the launch timeline", "customer churn",
+    "a patent filing", "the annual report", "a accessibility review", "the search ranking",
+    "a database outage", "the recruiting pipeline", "a partnership deal", "the brand refresh",
+)  # fmt: skip
+PETS: Final = ("dog", "cat", "rabbit", "parrot", "tortoise", "hamster")
+PET_NAMES: Final = ("Biscuit", "Pepper", "Mochi", "Luna", "Rocket", "Olive", "Ziggy", "Bean")
+
+MONTHS: Final = [
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+]
+
+# {a}/{b}: people, {city}, {venue}, {org}, {project}, {event}, {hobby}, {food}, {topic},
+# {pet}, {pet_name}, {day}: "14 March 2023".
+TEMPLATES: Final = (
+    "On {day}, {a} flew to {city} for the {project} kickoff with {org}.",
+    "{a} and {b} met at the {venue} in {city} on {day} to talk about {topic}.",
+    "{a} started working on {project} at {org} on {day}.",
+    "{a} presented the {project} roadmap at the {event} in {city} on {day}.",
+    "On {day}, {a} adopted a {pet} named {pet_name} from a shelter in {city}.",
+    "{a} took up {hobby} in {city} around {day} after {b} recommended it.",
+    "{a} cooked {food} for {b} on {day} to celebrate the {event}.",
+    "{a} went to {b}'s {event} in {city} on {day}.",
+    "On {day}, {a} told {b} that {org} had approved {topic}.",
+    "{a} moved from {city} to {city2} on {day} to join {org}.",
+    "{a} was stuck on {topic} for {project} on {day} and asked {b} for help.",
+    "{a} and {b} spent {day} hiking near {city} and talked about {hobby}.",
+    "{a} signed up for a {event} in {city} scheduled for {day}.",
+    "On {day}, {a} shipped the first beta of {project} to testers at {org}.",
+    "{b} introduced {a} to the team at {org} during the {event} on {day}.",
+    "{a} finished reading a book about {hobby} on {day} at the {venue}.",
+    "{a} had {food} at the {venue} in {city} with {b} on {day}.",
+    "{a} gave a talk on {topic} at {org} in {city} on {day}.",
+    "On {day}, {a} and {b} disagreed about {topic} in the {project} design review.",
+    "{a} organised the {event} for {org} at the {venue} on {day}.",
+    "{a} visited {b} in {city} on {day} and they went {activity}.",
+    "On {day}, {a} was promoted to lead {project} at {org}.",
+    "{a} left {org} on {day} to start a company with {b}.",
+    "{a} lost a wallet at the {venue} in {city} on {day}; {b} found it.",
+    "{a} won the {event} in {city} on {day}, beating {b} in the final.",
+    "{a} and {b} started a weekly {hobby} group at the {venue} on {day}.",
+)
+ACTIVITIES: Final = (
+    "kayaking", "to a concert", "to the museum", "to a night market", "cycling", "swimming",
+    "to the zoo", "camping", "to a street food festival", "to the opera",
+)  # fmt: skip
+
+# Relative and absolute time expressions `engine.dates` parses, with the questions' shapes.
+QUESTIONS: Final = (
+    "What did {a} do in {city} {when}?",
+    "Who did {a} meet {when}?",
+    "What happened with {project} {when}?",
+    "Where did {a} go {when}?",
+    "What did {a} and {b} talk about {when}?",
+    "Which event did {a} attend {when}?",
+    "What was {a} working on at {org} {when}?",
+    "Did {a} travel to {city} {when}?",
+)
+RELATIVE: Final = (
+    "yesterday", "last week", "two weeks ago", "last month", "three days ago", "last spring",
+    "last summer", "last year", "earlier this month", "last weekend",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class SyntheticFact:
+    fact: ExtractedFact
+    mentioned_at: datetime
+
+
+@dataclass(frozen=True)
+class SyntheticQuery:
+    text: str
+    reference: datetime  # the query's "now"
+
+
+class Vocabulary:
+    """The world the facts talk about, drawn once per seed."""
+
+    def __init__(self, rng: random.Random, people: int = 6000) -> None:
+        names = {f"{rng.choice(FIRST)} {rng.choice(LAST)}" for _ in range(people * 2)}
+        self.people = sorted(names)[:people]
+        rng.shuffle(self.people)
+        self.venues = [f"{a} {n} {k}" for a in VENUE_ADJ for n in VENUE_NOUN for k in VENUE_KIND]
+        rng.shuffle(self.venues)
+        self.orgs = [f"{h} {t}" for h in ORG_HEAD for t in ORG_TAIL]
+        rng.shuffle(self.orgs)
+        self.projects = [f"Project {a} {n}" for a in PROJECT_ADJ for n in PROJECT_NOUN]
+        rng.shuffle(self.projects)
+        self.cities = list(CITIES)
+        rng.shuffle(self.cities)
+
+
+def _zipf(rng: random.Random, items: list[str], s: float = 1.1) -> str:
+    """An item with probability ∝ 1 / rank^s (via inverse CDF on a continuous approximation)."""
+    n = len(items)
+    u = rng.random()
+    # Continuous Zipf on [1, n+1): CDF(x) ∝ (x^(1-s) − 1).
+    top = (n + 1) ** (1 - s) - 1
+    rank = int((u * top + 1) ** (1 / (1 - s))) - 1
+    return items[min(max(rank, 0), n - 1)]
+
+
+def _day(at: datetime) -> str:
+    return f"{at.day} {MONTHS[at.month - 1]} {at.year}"
+
+
+def generate_facts(
+    count: int, *, seed: int, start: datetime, days: int
+) -> tuple[list[SyntheticFact], Vocabulary]:
+    """`count` facts spread evenly over `days` days from `start`, in date order."""
+    rng = random.Random(seed)
+    vocab = Vocabulary(rng)
+    out: list[SyntheticFact] = []
+    for i in range(count):
+        told = start + timedelta(days=days * i / count, hours=rng.randint(8, 21))
+        happened = (told - timedelta(days=rng.choice((0, 0, 0, 1, 2, 5)))).replace(
+            hour=0, minute=0, second=0, microsecond=0
+        )
+        a, b = _zipf(rng, vocab.people), _zipf(rng, vocab.people)
+        while b == a:
+            b = rng.choice(vocab.people)
+        slots = {
+            "a": a,
+            "b": b,
+            "city": _zipf(rng, vocab.cities, 0.9),
+            "city2": _zipf(rng, vocab.cities, 0.9),
+            "venue": _zipf(rng, vocab.venues),
+            "org": _zipf(rng, vocab.orgs),
+            "project": _zipf(rng, vocab.projects),
+            "event": rng.choice(EVENTS),
+            "hobby": rng.choice(HOBBIES),
+            "food": rng.choice(FOODS),
+            "topic": rng.choice(TOPICS),
+            "pet": rng.choice(PETS),
+            "pet_name": rng.choice(PET_NAMES),
+            "activity": rng.choice(ACTIVITIES),
+            "day": _day(happened),
+        }
+        template = rng.choice(TEMPLATES)
+        text = template.format(**slots)
+        kinds: tuple[tuple[str, EntityKind], ...] = (
+            ("a", "person"),
+            ("b", "person"),
+            ("city", "place"),
+            ("city2", "place"),
+            ("venue", "place"),
+            ("org", "organization"),
+            ("project", "product"),
+        )
+        entities = [
+            ExtractedEntity(slots[key], kind) for key, kind in kinds if "{" + key + "}" in template
+        ]
+        fact = ExtractedFact(
+            text=text,
+            fact_type="world" if rng.random() < 0.7 else "experience",
+            who=[slots["a"]],
+            what=text,
+            when=slots["day"],
+            occurred_start=happened,
+            occurred_end=happened + timedelta(days=1),
+            entities=entities,
+        )
+        out.append(SyntheticFact(fact, told))
+    return out, vocab
+
+
+def generate_queries(
+    count: int, vocab: Vocabulary, *, seed: int, start: datetime, days: int
+) -> list[SyntheticQuery]:
+    """Questions naming people, places or projects with a time expression, each asked
+    at a "now" inside the facts' span so relative expressions land on stored facts."""
+    rng = random.Random(seed + 1)
+    out: list[SyntheticQuery] = []
+    for _ in range(count):
+        reference = (start + timedelta(days=rng.uniform(30, days))).replace(tzinfo=UTC)
+        if rng.random() < 0.5:
+            when = rng.choice(RELATIVE)
+        else:
+            past = reference - timedelta(days=rng.uniform(0, 365))
+            when = rng.choice((f"in {MONTHS[past.month - 1]} {past.year}", f"in {past.year}"))
+        slots = {
+            "a": _zipf(rng, vocab.people),
+            "b": _zipf(rng, vocab.people),
+            "city": _zipf(rng, vocab.cities, 0.9),
+            "org": _zipf(rng, vocab.orgs),
+            "project": _zipf(rng, vocab.projects),
+            "when": when,
+        }
+        out.append(SyntheticQuery(rng.choice(QUESTIONS).format(**slots), reference))
+    return out

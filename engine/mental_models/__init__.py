@@ -1,0 +1,1 @@
+"""Mental models: named questions whose answers reflect keeps current, and scheduled reports."""

@@ -1,0 +1,38 @@
+"""Mental-model tests run the production worker with ReflectWorkflow replaced by a stub."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import Worker
+
+from engine.db import Pool
+from engine.embedding import Embedder
+from engine.settings import Settings
+from mental_models.reflect_stub import StubReflectActivities, StubReflectWorkflow
+from worker.heartbeat import HeartbeatInterceptor
+from worker.main import WORKFLOWS, WorkerServices, activities_of
+
+
+@pytest.fixture
+async def worker(
+    temporal_env: WorkflowEnvironment,
+    settings: Settings,
+    pool: Pool,
+    embedder: Embedder,
+    cpu: ThreadPoolExecutor,
+) -> AsyncIterator[Worker]:
+    services = WorkerServices(pool, embedder, cpu, None)
+    workflows = [w for w in WORKFLOWS if w.__name__ != "ReflectWorkflow"]
+    running = Worker(
+        temporal_env.client,
+        task_queue=settings.task_queue,
+        workflows=[*workflows, StubReflectWorkflow],
+        activities=[*activities_of(services), StubReflectActivities(pool).stub_reflect_facts],
+        interceptors=[HeartbeatInterceptor()],
+    )
+    async with running:
+        yield running

@@ -1,0 +1,59 @@
+"""End to end through the real ReflectWorkflow (no LLM key: it answers with the evidence)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx
+import pytest
+from prometheus_client import CollectorRegistry
+from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import Worker
+
+from engine.db import Pool
+from engine.embedding import Embedder
+from engine.settings import Settings
+from mental_models.mental_models_support import (
+    create_model,
+    get_model,
+    history,
+    retain,
+    wait_operation,
+)
+from worker.main import WorkerServices, build_worker
+from worker.metrics import ActivityMetrics, MetricsInterceptor
+
+
+@pytest.fixture
+async def worker(
+    temporal_env: WorkflowEnvironment,
+    settings: Settings,
+    pool: Pool,
+    embedder: Embedder,
+    cpu: ThreadPoolExecutor,
+) -> AsyncIterator[Worker]:
+    """The production worker, real ReflectWorkflow included."""
+    services = WorkerServices(pool, embedder, cpu, None)
+    interceptor = MetricsInterceptor(ActivityMetrics(CollectorRegistry()))
+    async with build_worker(temporal_env.client, settings.task_queue, services, interceptor) as w:
+        yield w
+
+
+async def test_a_refresh_through_the_real_reflect_stores_its_evidence(
+    api: httpx.AsyncClient, bank_id: str
+) -> None:
+    await retain(api, bank_id, "stack", "The team uses Postgres for every service.")
+    created = await create_model(
+        api, bank_id, id="stack", name="Stack", source_query="Which database does the team use?"
+    )
+    operation = await wait_operation(api, bank_id, created["operation_id"])
+    assert operation["status"] == "completed", operation
+    model = await get_model(api, bank_id, "stack")
+    assert model["reflect_response"]["llm_configured"] is False
+    assert "Postgres" in model["content"]
+    facts = await api.get(
+        f"/v1/default/banks/{bank_id}/memories/list", params={"document_id": "stack"}
+    )
+    assert {m["id"] for m in facts.json()["items"]} & {e["id"] for e in model["based_on"]}
+    assert [v["version"] for v in await history(api, bank_id, "stack")] == [1]
