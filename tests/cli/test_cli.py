@@ -7,15 +7,12 @@ import json
 import os
 import signal
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from starlette.applications import Starlette
-from support.serve import serve
-from temporalio.worker import Worker
+from support.cli import engram
 
-from engram.cli import build_parser, main
+from engram.cli import build_parser
 
 COMMANDS = [
     ["up"],
@@ -27,6 +24,7 @@ COMMANDS = [
     ["banks", "delete"],
     ["retain"],
     ["recall"],
+    ["reflect"],
     ["import"],
     ["export"],
     ["documents"],
@@ -56,21 +54,6 @@ def chat(conversations: int, days: int) -> str:
                 }
             )
     return "\n".join(json.dumps(line) for line in lines)
-
-
-async def engram(*argv: str) -> int:
-    """The CLI's main() in a thread, so the test's loop keeps serving the API."""
-    return await asyncio.to_thread(main, list(argv))
-
-
-@pytest.fixture
-async def url(
-    app: Starlette, worker: Worker, monkeypatch: pytest.MonkeyPatch
-) -> AsyncIterator[str]:
-    async with serve(app) as base:
-        monkeypatch.setenv("ENGRAM_URL", base)
-        monkeypatch.delenv("ENGRAM_BANK", raising=False)
-        yield base
 
 
 @pytest.mark.parametrize("command", COMMANDS, ids=" ".join)

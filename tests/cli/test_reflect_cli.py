@@ -2,39 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
-from collections.abc import AsyncIterator
 
 import pytest
-from starlette.applications import Starlette
-from support.serve import serve
-from temporalio.worker import Worker
-
-from engram.cli import build_parser, main
-
-
-async def engram(*argv: str) -> int:
-    """The CLI's main() in a thread, so the test's loop keeps serving the API."""
-    return await asyncio.to_thread(main, list(argv))
-
-
-@pytest.fixture
-async def url(
-    app: Starlette, worker: Worker, monkeypatch: pytest.MonkeyPatch
-) -> AsyncIterator[str]:
-    async with serve(app) as base:
-        monkeypatch.setenv("ENGRAM_URL", base)
-        monkeypatch.delenv("ENGRAM_BANK", raising=False)
-        yield base
-
-
-def test_reflect_has_help_with_examples(capsys: pytest.CaptureFixture[str]) -> None:
-    with pytest.raises(SystemExit) as exited:
-        build_parser().parse_args(["reflect", "--help"])
-    assert exited.value.code == 0
-    shown = capsys.readouterr().out
-    assert "examples:\n  engram reflect --bank" in shown and "--budget" in shown
+from support.cli import engram
 
 
 async def test_reflect_prints_the_answer_and_its_evidence(
