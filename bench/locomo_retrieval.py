@@ -298,6 +298,22 @@ def percentile(values: Sequence[float], q: float) -> float:
     return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
 
 
+# Recall was tuned on conversations 1-5 only; 6-10 are the held-out half.
+TUNING_CONVERSATIONS: Final = range(1, 6)
+
+
+def halves(numbered: dict[str, int]) -> list[tuple[str, frozenset[str]]]:
+    """The tuning and held-out halves of the selection, when it has both."""
+    tuning = frozenset(c for c, n in numbered.items() if n in TUNING_CONVERSATIONS)
+    held_out = frozenset(numbered) - tuning
+    if not tuning or not held_out:
+        return []
+    return [
+        ("tuning half (conversations 1-5)", tuning),
+        ("held-out half (conversations 6-10)", held_out),
+    ]
+
+
 def score_all(
     outcomes: dict[tuple[str, int], QuestionOutcome], systems: Sequence[str]
 ) -> dict[str, dict[str, Aggregate]]:
@@ -456,6 +472,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(headline_table(results))
     print()
     print(comparison_table(results))
+    numbered = {c.sample_id: n for n, c in zip(numbers, conversations, strict=True)}
+    for label, half in halves(numbered):
+        print(f"\n{label}")
+        picked = {key: o for key, o in outcomes.items() if o.conversation in half}
+        print(headline_table(score_all(picked, systems)))
     if args.json is not None:
         report["results"] = {
             system: {

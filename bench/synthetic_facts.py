@@ -8,6 +8,7 @@ keyword index behave as they would on a real user's memory: some posting lists a
 
 from __future__ import annotations
 
+import calendar
 import random
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -430,20 +431,7 @@ TOPICS: Final = (
 PETS: Final = ("dog", "cat", "rabbit", "parrot", "tortoise", "hamster")
 PET_NAMES: Final = ("Biscuit", "Pepper", "Mochi", "Luna", "Rocket", "Olive", "Ziggy", "Bean")
 
-MONTHS: Final = [
-    "January",
-    "February",
-    "March",
-    "April",
-    "May",
-    "June",
-    "July",
-    "August",
-    "September",
-    "October",
-    "November",
-    "December",
-]
+MONTHS: Final = list(calendar.month_name)[1:]
 
 # {a}/{b}: people, {city}, {venue}, {org}, {project}, {event}, {hobby}, {food}, {topic},
 # {pet}, {pet_name}, {day}: "14 March 2023".
