@@ -73,7 +73,11 @@ class ReflectActivities:
             raise ApplicationError("no LLM is configured", type="InvalidInput", non_retryable=True)
         started = time.perf_counter()
         try:
-            result = await llm.chat(request.messages, request.tools)  # type: ignore[arg-type]
+            result = await llm.chat(
+                request.messages,  # type: ignore[arg-type]
+                request.tools,  # type: ignore[arg-type]
+                max_tokens=request.max_tokens,
+            )
         except LLMRequestError as exc:
             raise _model_failure(exc) from exc
         except LLMOutputError as exc:

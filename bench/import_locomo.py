@@ -7,10 +7,17 @@ finish. Then, with the worker stopped, it times the embedding step alone: the sa
 the embed activity makes (`embed_with_tokens`) on every stored fact, in the same model
 batches (`engine.retain.staging.model_batches`: MODEL_BATCH texts of similar length) over a
 pool of the worker's CPU_THREADS threads. It prints wall time, turns/s,
-the embedding-only time and their ratio, and where the worker spent its time (per-activity
-sums from its Prometheus endpoint, `engram_activity_duration_seconds`).
+the embedding-only time and their ratio, the CPU seconds each process spent on the import
+(worker, PostgreSQL with its backends, the Temporal dev server, this process's HTTP app; from
+/proc, so comparable across runs on a shared machine where wall time is not), and where the
+worker spent its time (per-activity sums from its Prometheus endpoint,
+`engram_activity_duration_seconds`).
 
-    .venv/bin/python -m bench.import_locomo [--data PATH] [--json out.json]
+The bank is created with observations off, so neither the consolidation sweep (every 10
+minutes, whenever it falls) nor the consolidation requested after the import competes with
+the measured work; `--observations` keeps the bank's default (on).
+
+    .venv/bin/python -m bench.import_locomo [--data PATH] [--json out.json] [--observations]
 
 Targets (issue 5): at least 100 turns/s, and at most 1.25x the embedding-only time.
 """
@@ -65,8 +72,23 @@ class ActivityTime:
 
 
 @dataclass(frozen=True)
+class CpuSeconds:
+    """CPU seconds (user + system) each process spent between the import's start and end."""
+
+    worker: float
+    postgres: float  # the postmaster, its backends and background workers
+    temporal: float
+    bench: float  # this process: the HTTP app the import goes through, and its polling
+
+    @property
+    def total(self) -> float:
+        return self.worker + self.postgres + self.temporal + self.bench
+
+
+@dataclass(frozen=True)
 class Report:
     links: bool
+    observations: bool
     turns: int
     documents: int
     facts: int
@@ -74,6 +96,8 @@ class Report:
     turns_per_s: float
     embedding_only_s: float
     ratio: float
+    cpu: CpuSeconds
+    embedding_only_cpu_s: float
     activities: list[ActivityTime]
 
 
@@ -116,13 +140,44 @@ def wait_for_worker(port: int, worker: subprocess.Popen[bytes]) -> None:
     raise SystemExit("the worker did not start")
 
 
-def time_embedding(embedder: Embedder, texts: list[str]) -> float:
-    """The embed activity's model call on every fact, as the worker's CPU pool runs it."""
+def _own_cpu() -> float:
+    times = os.times()
+    return times.user + times.system
+
+
+def tree_cpu(pid: int) -> float:
+    """CPU seconds of a process and its descendants, live or reaped (Linux /proc)."""
+    clock = os.sysconf("SC_CLK_TCK")
+    parent: dict[int, int] = {}
+    ticks: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            raw = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        fields = raw[raw.rindex(")") + 2 :].split()
+        parent[int(entry)] = int(fields[1])
+        # utime, stime, and cutime, cstime: the children it has reaped.
+        ticks[int(entry)] = sum(int(f) for f in fields[11:15])
+    tree = {pid}
+    grew = True
+    while grew:
+        found = {p for p, pp in parent.items() if pp in tree} - tree
+        tree |= found
+        grew = bool(found)
+    return sum(ticks.get(p, 0) for p in tree) / clock
+
+
+def time_embedding(embedder: Embedder, texts: list[str]) -> tuple[float, float]:
+    """The embed activity's model call on every fact, as the worker's CPU pool runs it:
+    (wall seconds, CPU seconds)."""
     batches = [[texts[i] for i in run] for run in model_batches(texts)]
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), _own_cpu()
     with ThreadPoolExecutor(CPU_THREADS) as pool:
         list(pool.map(embedder.embed_with_tokens, batches))
-    return time.perf_counter() - started
+    return time.perf_counter() - started, _own_cpu() - cpu
 
 
 NO_LINKS: Final = {
@@ -134,10 +189,10 @@ NO_LINKS: Final = {
 
 
 async def run_import(
-    client: httpx.AsyncClient, content: str, bank: str, links: bool, out: Any
+    client: httpx.AsyncClient, content: str, bank: str, config: dict[str, bool], out: Any
 ) -> tuple[dict[str, Any], float]:
-    if not links:
-        response = await client.put(f"/v1/default/banks/{bank}", json=NO_LINKS)
+    if config:
+        response = await client.put(f"/v1/default/banks/{bank}", json=config)
         if response.status_code != 200:
             raise SystemExit(f"cannot configure the bank: {response.text[:300]}")
     started = time.perf_counter()
@@ -166,7 +221,7 @@ async def run_import(
 
 
 async def import_and_collect(
-    settings: Settings, embedder: Embedder, content: str, links: bool, out: Any
+    settings: Settings, embedder: Embedder, content: str, config: dict[str, bool], out: Any
 ) -> tuple[dict[str, Any], float, list[str]]:
     """Import through the app, then read back every stored fact's text."""
     await migrate(settings.database_url, embedder.dimension)
@@ -180,7 +235,7 @@ async def import_and_collect(
         app.state.services = Services(settings, pool, temporal, embedder, cpu)
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://bench") as client:
-            status, wall = await run_import(client, content, "locomo", links, out)
+            status, wall = await run_import(client, content, "locomo", config, out)
         async with pool.acquire() as conn:
             # Observations are left out: the consolidation the import requests may have
             # added a few by now, and they are not the import's embedding work.
@@ -194,7 +249,7 @@ async def import_and_collect(
         await pool.close()
 
 
-def bench(data: Path, home: Path, links: bool, out: Any) -> Report:
+def bench(data: Path, home: Path, links: bool, observations: bool, out: Any) -> Report:
     content = data.read_text(encoding="utf-8")
     postgres = EmbeddedPostgres(home / "postgres", home / "postgres.log")
     temporal = TemporalDevServer(
@@ -226,20 +281,36 @@ def bench(data: Path, home: Path, links: bool, out: Any) -> Report:
                 [sys.executable, "-m", "worker"], env=env, stdout=log, stderr=log
             )
         wait_for_worker(metrics_port, worker)
+        config = {} if links else dict(NO_LINKS)
+        if not observations:
+            config["enable_observations"] = False
+        assert postgres.process is not None and temporal.process is not None
+        pids = {"postgres": postgres.process.pid, "temporal": temporal.process.pid}
         out.write(f"importing {data} (worker log: {home / 'worker.log'})\n")
+        before = {name: tree_cpu(pid) for name, pid in {**pids, "worker": worker.pid}.items()}
+        own = _own_cpu()
         status, wall, texts = asyncio.run(
-            import_and_collect(settings, embedder, content, links, out)
+            import_and_collect(settings, embedder, content, config, out)
         )
+        own = _own_cpu() - own
         if status["status"] != "completed":
             raise SystemExit(f"the import ended {status['status']}: {status['error']}")
         activities = scrape_activity_times(metrics_port)
+        after = {name: tree_cpu(pid) for name, pid in {**pids, "worker": worker.pid}.items()}
+        cpu = CpuSeconds(
+            worker=after["worker"] - before["worker"],
+            postgres=after["postgres"] - before["postgres"],
+            temporal=after["temporal"] - before["temporal"],
+            bench=own,
+        )
         worker.terminate()
         worker.wait(30)
         out.write(f"embedding {len(texts):,} facts alone...\n")
-        embedding = time_embedding(embedder, texts)
+        embedding, embedding_cpu = time_embedding(embedder, texts)
         turns = int(status["items"])
         return Report(
             links=links,
+            observations=observations,
             turns=turns,
             documents=int(status["documents"]),
             facts=len(texts),
@@ -247,6 +318,8 @@ def bench(data: Path, home: Path, links: bool, out: Any) -> Report:
             turns_per_s=turns / wall,
             embedding_only_s=embedding,
             ratio=wall / embedding,
+            cpu=cpu,
+            embedding_only_cpu_s=embedding_cpu,
             activities=activities,
         )
     finally:
@@ -264,11 +337,18 @@ def _unused() -> AbstractAsyncContextManager[Services]:
 def print_report(report: Report, out: Any) -> None:
     out.write(
         f"\nturns {report.turns:,}  documents {report.documents}  facts {report.facts:,}"
-        f"  links {'on' if report.links else 'off'}\n"
+        f"  links {'on' if report.links else 'off'}"
+        f"  observations {'on' if report.observations else 'off'}\n"
         f"wall time          {report.wall_s:8.1f} s   {report.turns_per_s:6.1f} turns/s"
         f"   (target >= {TARGET_TURNS_PER_S:.0f})\n"
         f"embedding alone    {report.embedding_only_s:8.1f} s   ratio {report.ratio:.2f}x"
         f"   (target <= {TARGET_RATIO:.2f}x)\n\n"
+        f"CPU seconds during the import   worker {report.cpu.worker:.1f}"
+        f"   postgres {report.cpu.postgres:.1f}   temporal {report.cpu.temporal:.1f}"
+        f"   bench app {report.cpu.bench:.1f}   total {report.cpu.total:.1f}\n"
+        f"CPU seconds of the embedding alone   {report.embedding_only_cpu_s:.1f}"
+        f"   (all but this is the pipeline's overhead:"
+        f" {report.cpu.total - report.embedding_only_cpu_s:.1f})\n\n"
         "worker time by activity (sum over attempts; activities overlap, so the sums exceed\n"
         "the wall time):\n"
     )
@@ -287,13 +367,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="import into a bank with every link type off (to measure what linking costs)",
     )
+    parser.add_argument(
+        "--observations",
+        action="store_true",
+        help="leave observations on: consolidation may then run during the import",
+    )
     args = parser.parse_args(argv)
     if not args.data.exists():
         print(f"bench: {args.data}: no such file", file=sys.stderr)
         return 2
     with tempfile.TemporaryDirectory(prefix="engram-bench-") as scratch:
         home = args.home or Path(scratch)
-        report = bench(args.data, home, not args.no_links, sys.stdout)
+        report = bench(args.data, home, not args.no_links, args.observations, sys.stdout)
     print_report(report, sys.stdout)
     if args.json:
         args.json.write_text(json.dumps(asdict(report), indent=2))

@@ -105,6 +105,8 @@ class Figures:
     throughput_qps: float
     arms_fired: dict[str, int]
     server_ms: dict[str, float]
+    token_cache_mb: int
+    token_cache_hit_rate: float  # over the timed recalls
 
 
 def _percentile(sorted_values: list[float], q: float) -> float:
@@ -348,6 +350,18 @@ async def measure(
     return latencies, errors, time.perf_counter() - started
 
 
+async def _blob_sources(client: httpx.AsyncClient) -> tuple[float, float]:
+    """The server's count of token-vector blobs taken from its cache and read from the
+    database so far (`engram_recall_token_vectors_total` on /metrics)."""
+    text = (await client.get("/metrics")).text
+    counts = {"cache": 0.0, "database": 0.0}
+    for line in text.splitlines():
+        for source in counts:
+            if line.startswith(f'engram_recall_token_vectors_total{{source="{source}"}} '):
+                counts[source] = float(line.split()[-1])
+    return counts["cache"], counts["database"]
+
+
 async def _lazy_temporal() -> Client:
     """Recall never talks to Temporal; the services record wants a client all the same."""
     return await Client.connect("127.0.0.1:1", lazy=True)
@@ -372,7 +386,11 @@ async def run(args: argparse.Namespace, database_url: str) -> Figures:
             raise SystemExit(f"the bank holds {counts['facts']} facts, expected {args.facts}")
         # A partly built bank (--no-build) covers the first part of the span: ask inside it.
         days = max(60, round(DAYS * min(1.0, counts["facts"] / args.facts)))
-        settings = Settings(home=Path(args.data_dir), database_url=database_url)
+        settings = Settings(
+            home=Path(args.data_dir),
+            database_url=database_url,
+            recall_token_cache_mb=args.token_cache_mb,
+        )
         services = Services(settings, pool, await _lazy_temporal(), embedder, cpu)
         app = create_app(_never)
         app.state.services = services
@@ -388,7 +406,10 @@ async def run(args: argparse.Namespace, database_url: str) -> Figures:
             fired = await _arms_fired(client, rng.sample(warmup, min(50, len(warmup))))
             print(f"arms with candidates (of {min(50, len(warmup))} traced queries):", dict(fired))
             await measure(client, warmup, args.clients)
+            cached, read = await _blob_sources(client)
             latencies, errors, seconds = await measure(client, timed, args.clients)
+            cached_after, read_after = await _blob_sources(client)
+            hits, misses = cached_after - cached, read_after - read
             server = await _server_timings(client, timed[: min(100, len(timed))])
         ordered = sorted(latencies)
         return Figures(
@@ -404,6 +425,8 @@ async def run(args: argparse.Namespace, database_url: str) -> Figures:
             throughput_qps=round(len(latencies) / seconds, 1) if seconds else 0.0,
             arms_fired=dict(fired),
             server_ms=server,
+            token_cache_mb=args.token_cache_mb,
+            token_cache_hit_rate=round(hits / (hits + misses), 3) if hits + misses else 0.0,
         )
     finally:
         cpu.shutdown(wait=False, cancel_futures=True)
@@ -446,6 +469,12 @@ def main() -> int:
     parser.add_argument(
         "--no-build", action="store_true", help="measure the bank as it is (partly built)"
     )
+    parser.add_argument(
+        "--token-cache-mb",
+        type=int,
+        default=Settings(home=Path()).recall_token_cache_mb,
+        help="the server's token-vector cache (ENGRAM_RECALL_TOKEN_CACHE_MB); 0: off",
+    )
     parser.add_argument("--json", type=Path, help="write the figures here")
     args = parser.parse_args()
     postgres: EmbeddedPostgres | None = None
@@ -466,7 +495,9 @@ def main() -> int:
         f"in {figures.seconds}s · errors {figures.errors}\n"
         f"p50 {figures.p50_ms} ms · p95 {figures.p95_ms} ms · p99 {figures.p99_ms} ms · "
         f"mean {figures.mean_ms} ms · {figures.throughput_qps} recalls/s\n"
-        f"server medians (ms, one at a time): {figures.server_ms}"
+        f"server medians (ms, one at a time): {figures.server_ms}\n"
+        f"token-vector cache {figures.token_cache_mb} MB: "
+        f"{figures.token_cache_hit_rate:.0%} of blob reads served from memory"
     )
     if args.json:
         args.json.write_text(json.dumps(asdict(figures), indent=2))

@@ -180,9 +180,12 @@ class LLMClient:
         self,
         messages: Sequence[ChatCompletionMessageParam],
         tools: Sequence[ChatCompletionToolUnionParam] | None = None,
+        *,
+        max_tokens: int | None = None,
     ) -> ChatResult:
-        """One chat turn; tool calls come back unexecuted with their raw argument strings."""
-        return await self._create(list(messages), tools=tools)
+        """One chat turn; tool calls come back unexecuted with their raw argument strings.
+        `max_tokens` caps the completion (None: the server's default)."""
+        return await self._create(list(messages), tools=tools, max_tokens=max_tokens)
 
     async def complete_raw(
         self, system: str, user: str, schema_name: str, json_schema: dict[str, Any]
@@ -226,6 +229,7 @@ class LLMClient:
         messages: list[ChatCompletionMessageParam],
         response_format: completion_create_params.ResponseFormat | None = None,
         tools: Sequence[ChatCompletionToolUnionParam] | None = None,
+        max_tokens: int | None = None,
     ) -> ChatResult:
         try:
             response = await self._client.chat.completions.create(
@@ -233,6 +237,7 @@ class LLMClient:
                 messages=messages,
                 response_format=openai.omit if response_format is None else response_format,
                 tools=openai.omit if tools is None else tools,
+                max_tokens=openai.omit if max_tokens is None else max_tokens,
             )
         except openai.OpenAIError as exc:
             raise _request_error(exc) from exc

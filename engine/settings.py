@@ -69,6 +69,8 @@ class Settings:
     # cross-encoder; MMR's λ (1 = no diversification). See engine/recall/.
     recall_reranker: str = "maxsim"
     recall_mmr_lambda: float = 0.6
+    # Token vectors of recently reranked facts kept in memory (engine/recall/token_cache.py).
+    recall_token_cache_mb: int = 256
 
     @property
     def default_extraction_mode(self) -> str:
@@ -121,4 +123,5 @@ class Settings:
             db_pool_max=_int(env, "ENGRAM_DB_POOL_MAX", 10),
             recall_reranker=env.get("ENGRAM_RERANKER", "maxsim"),
             recall_mmr_lambda=_float(env, "ENGRAM_RECALL_MMR_LAMBDA", 0.6),
+            recall_token_cache_mb=_int(env, "ENGRAM_RECALL_TOKEN_CACHE_MB", 256),
         )

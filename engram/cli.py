@@ -10,24 +10,18 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import sys
-import time
 from collections.abc import Callable, Sequence
-from datetime import datetime
 from pathlib import Path
 from typing import Any, TextIO
 
 from engine.errors import ConfigurationError
 from engine.settings import Settings
-from engram.client import DEFAULT_URL, ApiError, EngramClient, ImportFile, ImportStatus
-from engram.progress import ProgressDisplay, duration
+from engram.cli_import import cmd_export, cmd_import
+from engram.cli_support import UsageError, bank, day, read_stdin, read_text, table
+from engram.client import DEFAULT_URL, ApiError, EngramClient
 from engram.supervisor import run_stack
 
-# How often a watched import is polled.
-POLL_S = 0.5
-# File types a folder import reads; others (images, binaries) are left alone.
-FOLDER_SUFFIXES = (".md", ".markdown", ".txt", ".text", ".jsonl", ".json")
 FORMATS = ("jsonl", "chatgpt", "locomo", "text")
 
 EPILOG_UP = """examples:
@@ -93,10 +87,6 @@ EPILOG_ENTITIES = """examples:
   engram entities --bank alice
   engram entities --bank alice --limit 10
 """
-
-
-class UsageError(Exception):
-    """The command line asks for something impossible; exit code 2."""
 
 
 def _command(
@@ -239,27 +229,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-# --- output helpers ---------------------------------------------------------------------
-
-
-def table(rows: Sequence[Sequence[str]], header: Sequence[str], out: TextIO) -> None:
-    """Columns as wide as their content; the last one is cut to the terminal width."""
-    width = shutil.get_terminal_size((120, 24)).columns
-    all_rows = [list(header), *[list(r) for r in rows]]
-    widths = [max(len(r[i]) for r in all_rows) for i in range(len(header) - 1)]
-    room = max(width - sum(widths) - 2 * len(widths), 20)
-    for row in all_rows:
-        cells = [cell.ljust(widths[i]) for i, cell in enumerate(row[:-1])]
-        last = row[-1].replace("\n", " ")
-        if len(last) > room:
-            last = last[: room - 1] + "…"
-        out.write("  ".join([*cells, last]).rstrip() + "\n")
-
-
-def day(value: str | None) -> str:
-    return value[:10] if value else "-"
-
-
 # --- commands ---------------------------------------------------------------------------
 
 
@@ -330,23 +299,6 @@ def cmd_banks(client: EngramClient, args: argparse.Namespace, out: TextIO) -> in
     return 0
 
 
-def read_text(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError as exc:
-        raise UsageError(f"{path}: no such file") from exc
-    except UnicodeDecodeError as exc:
-        raise UsageError(f"{path}: not UTF-8 text") from exc
-    except OSError as exc:
-        raise UsageError(f"{path}: {exc.strerror}") from exc
-
-
-def read_stdin() -> str:
-    if sys.stdin.isatty():
-        raise UsageError("nothing on stdin: give the text as an argument or with --file")
-    return sys.stdin.read()
-
-
 def cmd_retain(client: EngramClient, args: argparse.Namespace, out: TextIO) -> int:
     if args.file is not None and args.text not in (None, "-"):
         raise UsageError("give TEXT or --file, not both")
@@ -413,131 +365,6 @@ def cmd_reflect(client: EngramClient, args: argparse.Namespace, out: TextIO) -> 
     return 0
 
 
-def import_files(source: str) -> list[ImportFile]:
-    if source == "-":
-        return [ImportFile("", read_stdin())]
-    path = Path(source).expanduser()
-    if path.is_dir():
-        files = sorted(
-            p
-            for p in path.rglob("*")
-            if p.is_file()
-            and p.suffix.lower() in FOLDER_SUFFIXES
-            and not any(part.startswith(".") for part in p.relative_to(path).parts)
-        )
-        if not files:
-            raise UsageError(f"{source}: no {'/'.join(FOLDER_SUFFIXES)} files in it")
-        return [ImportFile(p.relative_to(path).as_posix(), read_text(p)) for p in files]
-    return [ImportFile(path.name, read_text(path))]
-
-
-def summary(status: ImportStatus) -> str:
-    result = status.result or {}
-    counts = status.progress
-    facts = result.get("facts_added", counts.facts_added)
-    line = (
-        f"imported {result.get('documents', counts.documents_done):,} documents, "
-        f"{result.get('items', counts.items_done):,} items: {facts:,} facts added"
-    )
-    removed = result.get("facts_removed", 0)
-    if removed:
-        line += f", {removed:,} removed"
-    return line
-
-
-def elapsed(status: ImportStatus) -> float | None:
-    try:
-        from_ = _parse_time(status.created_at)
-        to = _parse_time(status.updated_at)
-    except ValueError:
-        return None
-    return max(to - from_, 0.0)
-
-
-def _parse_time(value: str) -> float:
-    return datetime.fromisoformat(value).timestamp()
-
-
-def watch_import(
-    client: EngramClient, operation_id: str, out: TextIO, sleep: Callable[[float], None]
-) -> int:
-    display = ProgressDisplay(out)
-    try:
-        while True:
-            status = client.import_status(operation_id)
-            display.update(status.progress)
-            if status.finished:
-                break
-            sleep(POLL_S)
-    except KeyboardInterrupt:
-        display.finish()
-        out.write(
-            f"detached: the import goes on. Re-attach with: engram import status {operation_id}\n"
-        )
-        return 0
-    display.finish()
-    seconds = elapsed(status)
-    took = ""
-    if seconds:
-        items = (status.result or {}).get("items", status.progress.items_done)
-        took = f" in {duration(seconds)} ({items / seconds:,.1f} items/s)"
-    if status.skipped:
-        first = status.errors[0] if status.errors else None
-        where = f" (first: {first.position}: {first.message})" if first else ""
-        out.write(f"{status.skipped:,} malformed records skipped{where}\n")
-    if status.status == "completed":
-        out.write(summary(status) + took + "\n")
-        return 0
-    out.write(summary(status) + "\n")
-    raise ApiError(f"import {status.status}: {status.error or 'no reason given'}")
-
-
-def cmd_import(client: EngramClient, args: argparse.Namespace, out: TextIO) -> int:
-    if args.source == "status":
-        if not args.operation:
-            raise UsageError("engram import status ID: the import's operation id is missing")
-        return watch_import(client, args.operation, out, time.sleep)
-    if args.operation:
-        raise UsageError(f"unexpected argument {args.operation!r}")
-    files = import_files(args.source)
-    started = client.start_import(
-        bank(args),
-        files,
-        format=args.format,
-        on_error=args.on_error,
-        operation_id=args.operation_id,
-        user_name=args.user_name,
-        assistant_name=args.assistant_name,
-    )
-    out.write(
-        f"import {started.operation_id} into {started.bank_id}: {started.documents:,} documents,"
-        f" {started.items:,} items ({', '.join(started.formats)})\n"
-    )
-    for error in started.errors[:5]:
-        out.write(f"  skipped {error.position}: {error.message}\n")
-    if started.skipped > 5:
-        out.write(f"  ... and {started.skipped - 5:,} more skipped\n")
-    if args.detach:
-        out.write(f"watch it with: engram import status {started.operation_id}\n")
-        return 0
-    return watch_import(client, started.operation_id, out, time.sleep)
-
-
-def cmd_export(client: EngramClient, args: argparse.Namespace, out: TextIO) -> int:
-    lines = client.export_lines(bank(args))
-    if args.output is None:
-        for line in lines:
-            out.write(line + "\n")
-        return 0
-    count = 0
-    with args.output.open("w", encoding="utf-8") as target:
-        for line in lines:
-            target.write(line + "\n")
-            count += 1
-    sys.stderr.write(f"exported {count:,} items to {args.output}\n")
-    return 0
-
-
 def cmd_documents(client: EngramClient, args: argparse.Namespace, out: TextIO) -> int:
     page = client.documents(bank(args), limit=args.limit, query=args.query)
     rows = [
@@ -571,13 +398,6 @@ def cmd_entities(client: EngramClient, args: argparse.Namespace, out: TextIO) ->
     if page["total"] > len(rows):
         out.write(f"({len(rows)} of {page['total']:,}; use --limit)\n")
     return 0
-
-
-def bank(args: argparse.Namespace) -> str:
-    value: str | None = args.bank or os.environ.get("ENGRAM_BANK")
-    if not value:
-        raise UsageError(f"engram {args.command}: --bank is required (or set ENGRAM_BANK)")
-    return value
 
 
 COMMANDS: dict[str, Callable[[EngramClient, argparse.Namespace, TextIO], int]] = {

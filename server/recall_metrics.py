@@ -35,6 +35,12 @@ class RecallMetrics:
         self.recalls = Counter(
             "engram_recalls_total", "Recalls served, by budget.", ["budget"], registry=registry
         )
+        self.token_vectors = Counter(
+            "engram_recall_token_vectors_total",
+            "Token-vector blobs the rerank used, by source: the process's cache or the database.",
+            ["source"],
+            registry=registry,
+        )
 
     def observe(self, budget: str, result: RecallResult) -> None:
         self.recalls.labels(budget).inc()
@@ -44,3 +50,6 @@ class RecallMetrics:
                 self.arm_latency.labels(arm.arm).observe(arm.elapsed_ms / 1000)
         for stage, ms in result.timings_ms.items():
             self.stage_latency.labels(stage).observe(ms / 1000)
+        if result.token_vectors is not None:
+            self.token_vectors.labels("cache").inc(result.token_vectors.cached)
+            self.token_vectors.labels("database").inc(result.token_vectors.read)

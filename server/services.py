@@ -11,24 +11,13 @@ from temporalio.client import Client
 
 from engine.db import Pool, create_pool, migrate
 from engine.embedding import Embedder, load_embedder
-from engine.recall.config import RecallConfig
 from engine.recall.engine import RecallEngine
-from engine.recall.rerank import load_reranker
 from engine.settings import Settings
 from workflows.converter import DATA_CONVERTER
 
 # Recall's CPU work (query embedding, date parsing) runs here, off the event loop. Two threads
 # on this 2-core machine: onnxruntime runs one intra-op thread per call.
 CPU_THREADS = 2
-
-
-def build_recall_engine(
-    settings: Settings, pool: Pool, embedder: Embedder, cpu: ThreadPoolExecutor
-) -> RecallEngine:
-    """The process's one recall engine (the reranker may load a model)."""
-    config = RecallConfig(mmr_lambda=settings.recall_mmr_lambda)
-    reranker = load_reranker(settings.recall_reranker, embedder.dimension, config.context_weight)
-    return RecallEngine(pool, embedder, cpu, reranker, config)
 
 
 @dataclass
@@ -42,7 +31,7 @@ class Services:
     recall: RecallEngine = field(init=False)
 
     def __post_init__(self) -> None:
-        self.recall = build_recall_engine(self.settings, self.pool, self.embedder, self.cpu)
+        self.recall = RecallEngine.from_settings(self.settings, self.pool, self.embedder, self.cpu)
 
 
 @asynccontextmanager

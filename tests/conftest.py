@@ -154,6 +154,14 @@ async def api(app: Starlette, worker: Worker) -> AsyncIterator[httpx.AsyncClient
         yield client
 
 
+@pytest.fixture
+async def plain_api(app: Starlette) -> AsyncIterator[httpx.AsyncClient]:
+    """The API without a worker: the test decides which workers run (durability tests)."""
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://engram.test") as client:
+        yield client
+
+
 def _never() -> AbstractAsyncContextManager[Services]:
     raise AssertionError("the lifespan does not run under ASGITransport")
 

@@ -76,15 +76,6 @@ class WorkerServices:
     recall: RecallEngine | None = None
 
 
-def recall_engine_of(
-    settings: Settings, pool: Pool, embedder: Embedder, cpu: ThreadPoolExecutor
-) -> RecallEngine:
-    """Recall as the server builds it (server/routes/recall.py), for reflect's tools."""
-    config = RecallConfig(mmr_lambda=settings.recall_mmr_lambda)
-    reranker = load_reranker(settings.recall_reranker, embedder.dimension, config.context_weight)
-    return RecallEngine(pool, embedder, cpu, reranker, config)
-
-
 def activities_of(services: WorkerServices) -> list[Any]:
     retain = RetainActivities(
         services.pool,
@@ -151,7 +142,7 @@ async def open_worker_services(
     cpu = ThreadPoolExecutor(CPU_THREADS, thread_name_prefix="engram-cpu")
     llm = LLMClient(settings.llm) if settings.llm.configured else None
     try:
-        recall = recall_engine_of(settings, pool, embedder, cpu)
+        recall = RecallEngine.from_settings(settings, pool, embedder, cpu)
         yield WorkerServices(pool, embedder, cpu, llm, recall)
     finally:
         if llm is not None:

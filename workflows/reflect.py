@@ -143,7 +143,7 @@ class ReflectWorkflow:
             if estimate_tokens(messages) >= request.context_limit_tokens:
                 return None, [], seen, "context_limit"
             self._iteration = iteration
-            turn = await self._turn(messages, tools, f"agent_{iteration}")
+            turn = await self._turn(messages, tools, f"agent_{iteration}", request.max_tokens)
             if not turn.tool_calls:
                 if turn.content and turn.content.strip():
                     return turn.content.strip(), cited_ids(turn.content), seen, "answered"
@@ -185,11 +185,15 @@ class ReflectWorkflow:
         return outcome.content
 
     async def _turn(
-        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, scope: str
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None,
+        scope: str,
+        max_tokens: int,
     ) -> Turn:
         turn: Turn = await workflow.execute_activity_method(
             ReflectActivities.reflect_turn,
-            TurnRequest(messages, tools, scope),
+            TurnRequest(messages, tools, scope, max_tokens),
             start_to_close_timeout=policies.REFLECT_MODEL.start_to_close,
             retry_policy=policies.REFLECT_MODEL.retry,
             heartbeat_timeout=policies.REFLECT_MODEL.heartbeat,
@@ -213,7 +217,7 @@ class ReflectWorkflow:
                 "content": synthesis_prompt(request.query, request.context, seen, room),
             },
         ]
-        turn = await self._turn(messages, None, "final")
+        turn = await self._turn(messages, None, "final", request.max_tokens)
         text = (turn.content or "").strip()
         return text or "I could not find an answer in this bank's memories."
 

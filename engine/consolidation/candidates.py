@@ -56,12 +56,22 @@ WHERE m.bank_id = $1 AND m.consolidated_at IS NULL AND m.fact_type <> 'observati
 ORDER BY coalesce(m.occurred_start, m.mentioned_at, m.created_at), m.id
 LIMIT $2
 """
-_PENDING_LOCKED = _PENDING + " FOR UPDATE OF m"
+# NO KEY UPDATE, not UPDATE: consolidation only sets consolidated_at, and the weaker lock lets
+# an upsert insert links to these facts (a foreign-key check takes KEY SHARE) instead of
+# waiting for the batch while holding the bank's statistics row, which the batch then waits
+# for (LoCoMo import vs. the consolidation sweep: a deadlock every few batches). A retain that
+# deletes one of them still waits, as DELETE needs the stronger lock.
+_PENDING_LOCKED = _PENDING + " FOR NO KEY UPDATE OF m"
 _STILL_PENDING = """
 SELECT id::text AS id FROM memory_units
 WHERE bank_id = $1 AND id = ANY($2::uuid[]) AND consolidated_at IS NULL
-FOR UPDATE
+ORDER BY coalesce(occurred_start, mentioned_at, created_at), id
+FOR NO KEY UPDATE
 """
+# Then the bank's statistics row, before anything that writes observations or their terms:
+# upsert takes its facts' locks, then this row (its fact insert's trigger), then BM25 term
+# rows, so taking them in the same order makes the two queue instead of deadlocking.
+_LOCK_BANK_STATS = "SELECT 1 FROM bank_stats WHERE bank_id = $1 FOR NO KEY UPDATE"
 _BACKLOG = """
 SELECT count(*) FROM memory_units
 WHERE bank_id = $1 AND consolidated_at IS NULL AND fact_type <> 'observation'
@@ -157,12 +167,15 @@ async def pending_facts(
     """The facts waiting for consolidation that happened first; `lock` holds them until the
     transaction ends (a retain deleting one of them waits for it)."""
     rows = await conn.fetch(_PENDING_LOCKED if lock else _PENDING, bank_id, limit)
+    if lock:
+        await conn.execute(_LOCK_BANK_STATS, bank_id)
     return [_pending(r) for r in rows]
 
 
 async def still_pending(conn: Connection, bank_id: str, fact_ids: Sequence[str]) -> set[str]:
     """Which of `fact_ids` still wait (locked until the transaction ends)."""
     rows = await conn.fetch(_STILL_PENDING, bank_id, list(fact_ids))
+    await conn.execute(_LOCK_BANK_STATS, bank_id)
     return {r["id"] for r in rows}
 
 

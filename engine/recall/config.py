@@ -10,6 +10,8 @@ fusion decide what it gets to see.
     keyword arm alone 0.638 · semantic arm alone 0.620 · equal-weight RRF of both 0.645
     · + MaxSim over the fused top 80 0.681 · + graph and temporal arms 0.682
     · + MMR λ=0.6 0.708 · + temporal proximity 0.730 · + MaxSim in context 0.747
+    · + every fact names its speaker (engine/extraction/local.py) 0.764
+    · + questions someone asked scored down (question_penalty 0.2) 0.770
 Measured and rejected:
 - blending the fused score back into the final one (rerank_weight 0.9/0.8/0.6): 0.6938/
   0.6939/0.6933 against 0.6945; adding the BM25 score or the cosine to MaxSim: +0.0007 / −0.6;
@@ -21,6 +23,8 @@ Measured and rejected:
   nominates candidates: its best 3 new finds are reranked (reserve 0/2/3/5/10: 0.7456/
   0.7453/0.7453/0.7446/0.7416), which is what finds a second hop no other arm reaches
   (tests/recall) at a cost of 0.03 on LoCoMo, whose local-extractor links add nothing.
+  With speaker-attributed facts and the question penalty: graph reserve 6 0.7702 against
+  0.7697 (more work for noise), graph weight 1.0 0.7631.
 """
 
 from __future__ import annotations
@@ -89,17 +93,37 @@ class RecallConfig:
     rerank_weight: float = 1.0
     # MaxSim's share of the fact-in-context score, and how many neighbours make the context
     # (engine/recall/rerank.py).
-    context_weight: float = 0.3
-    context_neighbours: int = 4
+    # Re-measured with speaker-attributed facts and the question penalty, ρ 0.2/0.3/0.4:
+    # 0.7731/0.7697/0.7721 (multi-hop 0.560/0.562/0.569): no trend, so 0.3 stays.
+    # Context across turns: each retained item (a chat turn) is its own chunk, so neighbours
+    # from the same chunk never join a question to the next turn's answer ("How long have you
+    # been married?" / "5 years already!"). Neighbours now come from up to `context_chunks`
+    # chunks on either side in the document, nearest chunk first. Measured on conv 1-5
+    # (chunks, neighbours, ρ → overall 1-4 / multi-hop), from 0, 4, 0.3 → 0.770 / 0.563:
+    #   1, 4, 0.3 → 0.777 / 0.550 · 1, 8, 0.3 → 0.782 / 0.560 · 2, 6, 0.3 → 0.782 / 0.558
+    #   2, 8, 0.3 → 0.789 / 0.574 · 2, 12, 0.3 → 0.797 / 0.577 · 2, 16, 0.3 → 0.802 / 0.581
+    #   3, 12, 0.3 → 0.799 / 0.576 · 3, 20, 0.3 → 0.802 / 0.588
+    #   2, 8, 0.4 → 0.800 / 0.590 · 2, 12, 0.4 → 0.805 / 0.589 · 2, 12, 0.5 → 0.809 / 0.585
+    # Chosen: 2, 8, 0.4 — twelve or more neighbours gain under 0.01 for half as many token
+    # vectors again read and multiplied per recall (bench/recall_latency.py).
+    context_weight: float = 0.4
+    context_neighbours: int = 8
+    context_chunks: int = 2
     # Boosts added to the normalised base score, each term in [0, 1].
     recency_weight: float = 0.0
     recency_half_life_days: float = 180.0
     temporal_weight: float = 0.5
     proof_weight: float = 0.0
     observation_boost: float = 0.2  # with prefer_observations
+    # Subtracted from a fact that is a question ("Joanna: Seen any good movies lately?"):
+    # it shares the words of a question about its topic and answers nothing, and MaxSim put
+    # it first (11% of LoCoMo's facts, the only fact of 6 of 1,106 evidence turns).
+    # 0/0.1/0.2/0.35: 0.7641/0.7687/0.7697/0.7690 (multi-hop 0.538/0.562/0.562/0.559).
+    question_penalty: float = 0.2
     # MMR: λ·relevance − (1 − λ)·max similarity to what is already chosen; 1 = no diversity.
     # λ 1.0/0.9/0.8/0.7/0.6/0.5: 0.682/0.693/0.695/0.703/0.708/0.691 (before context;
-    # with it, 0.5/0.6/0.7: 0.729/0.745/0.739).
+    # with it, 0.5/0.6/0.7: 0.729/0.745/0.739; with speaker-attributed facts, 0.5/0.6/0.7:
+    # 0.751/0.764/0.752, and with the question penalty 0.6/0.65: 0.770/0.766).
     mmr_lambda: float = 0.6
     # Graph: how much each stored link type counts, and entities above this many mentions are
     # not expanded (their weight 1/ln(e + n) is negligible and their fan-out is not).
@@ -127,6 +151,8 @@ class RecallConfig:
     # Temporal arm: in-window hits whose temporal-link neighbours are added, and their decay.
     # (102 of the 760 questions name a time; proximity weight 0/0.2/0.3/0.5/0.7/1.0:
     # 0.695/0.715/0.723/0.730/0.729/0.729; the arm itself, beside the boost: +0.5.)
+    # Re-measured with speaker-attributed facts and the question penalty: proximity weight
+    # 0.5/0.7 0.7707/0.7729, keyword arm weight 1.3 0.7711: noise, so unchanged.
     temporal_spread_seeds: int = 5
     temporal_spread_decay: float = 0.5
 

@@ -35,13 +35,15 @@ from engine.recall.graph import graph_arm
 from engine.recall.keyword import keyword_arm
 from engine.recall.mmr import mmr_order
 from engine.recall.query import QueryText, QueryVectors, analyse_text, embed_query
-from engine.recall.rerank import MaxSimReranker, Reranker
+from engine.recall.rerank import MaxSimReranker, Reranker, load_reranker
 from engine.recall.scoring import combined_scores
 from engine.recall.semantic import semantic_arm
 from engine.recall.temporal import temporal_arm
+from engine.recall.token_cache import DEFAULT_CAPACITY_MB, TokenVectorCache
 from engine.recall.types import (
     ArmName,
     ArmResult,
+    BlobCounts,
     CandidateRow,
     ChunkText,
     EntityState,
@@ -52,6 +54,7 @@ from engine.recall.types import (
     Scores,
     TimeWindow,
 )
+from engine.settings import Settings
 
 TRACE_TOP = 20  # hits per arm and fused candidates listed in a trace
 
@@ -84,6 +87,7 @@ class RecallEngine:
         reranker: Reranker | None,
         config: RecallConfig | None = None,
         bm25: BM25Params | None = None,
+        token_cache: TokenVectorCache | None = None,
     ) -> None:
         self._pool = pool
         self._embedder = embedder
@@ -91,10 +95,32 @@ class RecallEngine:
         self._reranker = reranker
         self._config = config or RecallConfig()
         self._bm25 = bm25 or BM25Params()
+        self._token_cache = (
+            token_cache
+            if token_cache is not None
+            else TokenVectorCache(DEFAULT_CAPACITY_MB * 2**20)
+        )
+
+    @classmethod
+    def from_settings(
+        cls, settings: Settings, pool: Pool, embedder: Embedder, cpu: Executor
+    ) -> RecallEngine:
+        """The process's recall engine as configured (the reranker may load a model): the
+        server's, and the worker's for reflect's tools."""
+        config = RecallConfig(mmr_lambda=settings.recall_mmr_lambda)
+        reranker = load_reranker(
+            settings.recall_reranker, embedder.dimension, config.context_weight
+        )
+        cache = TokenVectorCache(settings.recall_token_cache_mb * 2**20)
+        return cls(pool, embedder, cpu, reranker, config, token_cache=cache)
 
     @property
     def config(self) -> RecallConfig:
         return self._config
+
+    @property
+    def token_cache(self) -> TokenVectorCache:
+        return self._token_cache
 
     @property
     def reranker_name(self) -> str:
@@ -133,6 +159,7 @@ class RecallEngine:
             if isinstance(reranker, MaxSimReranker) and reranker.wants_context
             else 0
         )
+        blobs = BlobCounts()
         rows = await fetch_rows(
             self._pool,
             request.bank_id,
@@ -140,6 +167,9 @@ class RecallEngine:
             token_vectors=maxsim,
             entities=request.include_entities,
             neighbours=neighbours,
+            neighbour_chunks=config.context_chunks,
+            cache=self._token_cache,
+            counts=blobs,
         )
         timer.add("fetch", fetch_started)
         by_id = {f.unit_id: f for f in candidates}
@@ -163,11 +193,13 @@ class RecallEngine:
         sources = await self._sources(request, kept) if request.include_source_facts else None
         timer.add("total", started)
         trace = (
-            _trace(request, text, window, arms, fused, ranked, kept, used, timer, self)
+            _trace(request, text, window, arms, fused, ranked, kept, used, timer, self, blobs)
             if request.trace
             else None
         )
-        result = RecallResult(kept, entities, chunks, trace, dict(timer.marks), arms)
+        result = RecallResult(
+            kept, entities, chunks, trace, dict(timer.marks), arms, token_vectors=blobs
+        )
         if sources is not None:
             ids, facts, truncated = sources
             result = replace(
@@ -403,6 +435,7 @@ def _trace(
     used: int,
     timer: _Timer,
     engine: RecallEngine,
+    blobs: BlobCounts,
 ) -> dict[str, Any]:
     config = engine.config
     profile = config.budget(request.budget)
@@ -444,6 +477,7 @@ def _trace(
         },
         "rerank": {
             "reranker": engine.reranker_name,
+            "token_vectors": {"cached": blobs.cached, "read": blobs.read},
             "weight": config.rerank_weight,
             "moved": ranked.moved_by_rerank,
             "elapsed_ms": round(ranked.rerank_ms, 3),

@@ -105,19 +105,18 @@ WITH stats AS (
     ORDER BY sum(q.idf * mt.tf * ($5::float8 + 1) / (mt.tf + $5::float8)) DESC, mt.unit_id
     LIMIT $9
 )
-SELECT m.id::text AS id,
-       sum(q.idf * mt.tf * ($5::float8 + 1)
-           / (mt.tf + $5::float8 * (1 - $6::float8 + $6::float8
-                                    * CASE WHEN q.avgdl > 0 THEN m.token_count / q.avgdl
-                                           ELSE 1 END)))
-           AS score
+SELECT m.id::text AS id, s.score
 FROM screen c
 JOIN memory_units m ON m.id = c.unit_id
-CROSS JOIN q
-JOIN memory_terms mt ON mt.bank_id = $1 AND mt.term = q.term AND mt.unit_id = c.unit_id
+CROSS JOIN LATERAL (
+    SELECT sum(q.idf * mt.tf * ($5::float8 + 1)
+               / (mt.tf + $5::float8 * (1 - $6::float8 + $6::float8
+                                        * CASE WHEN q.avgdl > 0 THEN m.token_count / q.avgdl
+                                               ELSE 1 END))) AS score
+    FROM q JOIN memory_terms mt ON mt.bank_id = $1 AND mt.term = q.term AND mt.unit_id = c.unit_id
+) s
 WHERE {filter_sql("m", tags_match)}
-GROUP BY m.id
-ORDER BY score DESC, m.id
+ORDER BY s.score DESC, m.id
 LIMIT $7
 """
 

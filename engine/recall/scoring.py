@@ -8,6 +8,9 @@ recency   = 0.5 ^ (age_days / half_life), age from the fact's date (occurred, el
 proximity = 1 inside the query's window, else 1 / (1 + distance / window length); only when
             the query has a window.
 proof     = min(1, log10(proof_count)): corroborated observations, 0 for a single fact.
+question  = 1 for a fact that is a question someone asked ("Seen any good movies lately?"),
+            subtracted: it repeats the words of a question about the topic without answering
+            it, so MaxSim ranks it above the answers.
 Every boost is in [0, 1] and has its own weight, so a boost measured not to help is simply
 weighted 0 (recency is: on LoCoMo any weight > 0 lowered recall@10).
 """
@@ -66,6 +69,10 @@ def proximity(row: CandidateRow, window: TimeWindow) -> float:
     return 1.0 / (1.0 + distance.total_seconds() / _DAY_S / length)
 
 
+def is_question(text: str) -> bool:
+    return text.rstrip().endswith("?")
+
+
 def proof(row: CandidateRow) -> float:
     return min(1.0, math.log10(max(row.proof_count, 1)))
 
@@ -107,6 +114,8 @@ def combined_scores(
             + config.temporal_weight * b.proximity
             + config.proof_weight * b.proof
         )
+        if is_question(row.text):
+            score -= config.question_penalty
         if prefer_observations and row.fact_type == "observation":
             score += config.observation_boost
         finals.append(score)

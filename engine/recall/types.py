@@ -142,6 +142,14 @@ class ChunkText:
     truncated: bool
 
 
+@dataclass
+class BlobCounts:
+    """Token-vector blobs one fetch took from the cache and read from the database."""
+
+    cached: int = 0
+    read: int = 0
+
+
 @dataclass(frozen=True)
 class RecallResult:
     memories: list[RecalledMemory]
@@ -155,3 +163,5 @@ class RecallResult:
     source_fact_ids: dict[str, list[str]] = field(default_factory=dict)
     source_facts: list[CandidateRow] | None = None
     source_facts_truncated: bool = False
+    # The rerank's token-vector blobs: how many the cache held and how many were read.
+    token_vectors: BlobCounts | None = None

@@ -52,11 +52,16 @@ def decode_token_vectors(blob: bytes, dim: int) -> FloatMatrix:
     return decoded
 
 
-def decode_many(blobs: Sequence[bytes], dim: int) -> tuple[FloatMatrix, list[int]]:
-    """Several blobs decoded into one (Σn, dim) matrix, and each blob's row count.
+def decode_many(
+    blobs: Sequence[bytes], dim: int
+) -> tuple[FloatMatrix, NDArray[np.float32], list[int]]:
+    """Several blobs as one (Σn, dim) matrix of the int8 values (as float32, not yet scaled),
+    the Σn row scales, and each blob's row count: row j decodes to `scales[j] * rows[j]`.
 
-    Joining the int8 bodies and the scales first makes this one vectorised conversion instead
-    of one per blob (measured: 220 blobs of 17 tokens, 1.3 ms instead of 3.5 ms).
+    A caller taking dot products scales the (far smaller) product instead of the rows, and
+    joining the blobs first makes the conversion one vectorised step. Measured for MaxSim over
+    400 blobs of 21 tokens and a 12-token query: 4.7 ms of CPU instead of 14.7 ms for
+    scaling the rows first (and 3.5 ms instead of 1.3 ms for one conversion per blob at 220).
     """
     width = dim + _SCALE_BYTES
     counts: list[int] = []
@@ -66,7 +71,6 @@ def decode_many(blobs: Sequence[bytes], dim: int) -> tuple[FloatMatrix, list[int
         counts.append(len(blob) // width)
     body = b"".join(blob[: n * dim] for blob, n in zip(blobs, counts, strict=True))
     scale_bytes = b"".join(blob[n * dim :] for blob, n in zip(blobs, counts, strict=True))
-    quantised = np.frombuffer(body, dtype=np.int8).reshape(-1, dim)
+    rows: FloatMatrix = np.frombuffer(body, dtype=np.int8).reshape(-1, dim).astype(np.float32)
     scales = np.frombuffer(scale_bytes, dtype=np.float16).astype(np.float32)
-    decoded: FloatMatrix = quantised.astype(np.float32) * scales[:, None]
-    return decoded, counts
+    return rows, scales, counts

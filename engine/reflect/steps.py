@@ -32,6 +32,8 @@ class TurnRequest:
     messages: list[dict[str, Any]]
     tools: list[dict[str, Any]] | None  # None: a final answer without tools
     scope: str  # "agent_1", ..., "final": names the call in the trace
+    # The caller's cap on the answer, sent as the model's max_tokens (None: the model's own).
+    max_tokens: int | None = None
 
 
 @dataclass(frozen=True)

@@ -9,8 +9,6 @@ interleaving even outside Temporal's per-document workflow ids.
 from __future__ import annotations
 
 import hashlib
-import json
-from datetime import datetime
 from typing import Any
 
 import asyncpg
@@ -38,6 +36,19 @@ SET content = CASE WHEN $9 THEN documents.content || E'\\n\\n' || EXCLUDED.conte
 
 _DROP_CHUNKS = "DELETE FROM chunks WHERE bank_id = $1 AND chunk_id = ANY($2::text[])"
 
+# Lock order, shared with consolidation (engine/consolidation/candidates.py): facts first (in
+# consolidation's order: event time, then id), then the bank's statistics row (taken by the
+# fact insert's and delete's triggers), then BM25 term rows, then entities. Dropping chunks
+# deletes their facts through a cascade that interleaves fact, statistics and term locks, so
+# the facts are locked here first.
+_LOCK_DROPPED_FACTS = """
+SELECT count(*) FROM (
+    SELECT 1 FROM memory_units WHERE bank_id = $1 AND chunk_id = ANY($2::text[])
+    ORDER BY coalesce(occurred_start, mentioned_at, created_at), id
+    FOR UPDATE
+) locked
+"""
+
 _CHUNKS = """
 INSERT INTO chunks (bank_id, chunk_id, document_id, chunk_index, content, content_hash,
                     char_start, char_end)
@@ -46,27 +57,40 @@ SELECT $1, * FROM unnest($2::text[], $3::text[], $4::int[], $5::text[], $6::text
 ON CONFLICT (bank_id, chunk_id) DO NOTHING
 """
 
+# What the worker itself needs of the staged facts: the text for the BM25 terms (tokenised in
+# Python, engine/text.py) and the entity ids. Everything else moves from staged_facts to
+# memory_units inside PostgreSQL (_UNITS): sending every fact's embedding and token vectors
+# (~15 KB a fact) to the worker and back cost a round trip of ~20 MB per LoCoMo document and
+# the decoding and re-encoding of both.
 _STAGED = """
-SELECT fact_id, chunk_id, fact, embedding, token_vectors, entity_ids, links FROM staged_facts
+SELECT fact_id, fact->>'text' AS text, entity_ids FROM staged_facts
 WHERE bank_id = $1 AND document_id = $2 AND chunk_id = ANY($3::text[])
   AND embedding IS NOT NULL
 ORDER BY chunk_id, (fact->'_chunk'->>'index')::int
 """
 
+# Staged facts become memory units, in the order given ($3) with their token counts ($4).
+# `details` keeps the non-empty ones of who/what/where/when/why (JSON null, "" and [] are
+# empty, as they were when this was built in Python).
 _UNITS = """
 INSERT INTO memory_units (id, bank_id, document_id, chunk_id, fact_type, text, context, details,
                           occurred_start, occurred_end, mentioned_at, metadata, tags,
                           source_start, source_end, embedding, token_count, token_vectors)
-SELECT u.id, $1, $2, u.chunk_id, u.fact_type, u.text, u.context, u.details, u.occurred_start,
-       u.occurred_end, u.mentioned_at, u.metadata,
-       ARRAY(SELECT jsonb_array_elements_text(u.tags::jsonb)), u.source_start, u.source_end,
-       u.embedding, u.token_count, u.token_vectors
-FROM unnest($3::uuid[], $4::text[], $5::text[], $6::text[], $7::text[], $8::jsonb[],
-            $9::timestamptz[], $10::timestamptz[], $11::timestamptz[], $12::jsonb[],
-            $13::text[], $14::int[], $15::int[], $16::vector[], $17::int[], $18::bytea[])
-     AS u(id, chunk_id, fact_type, text, context, details, occurred_start, occurred_end,
-          mentioned_at, metadata, tags, source_start, source_end, embedding, token_count,
-          token_vectors)
+SELECT s.fact_id, $1, $2, s.chunk_id, coalesce(s.fact->>'fact_type', 'world'),
+       s.fact->>'text', coalesce(s.fact->'_chunk'->>'context', ''),
+       coalesce((SELECT jsonb_object_agg(k, s.fact->k)
+                 FROM unnest(ARRAY['who', 'what', 'where', 'when', 'why']) AS k
+                 WHERE coalesce(s.fact->k, 'null') NOT IN ('null', '""', '[]')), '{}'),
+       nullif(s.fact->>'occurred_start', '')::timestamptz,
+       nullif(s.fact->>'occurred_end', '')::timestamptz,
+       nullif(s.fact->'_chunk'->>'mentioned_at', '')::timestamptz,
+       coalesce(s.fact->'_chunk'->'metadata', '{}'),
+       ARRAY(SELECT jsonb_array_elements_text(coalesce(s.fact->'_chunk'->'tags', '[]'))),
+       (s.fact->>'source_start')::int, (s.fact->>'source_end')::int,
+       s.embedding, u.token_count, s.token_vectors
+FROM unnest($3::uuid[], $4::int[]) WITH ORDINALITY AS u(fact_id, token_count, ord)
+JOIN staged_facts s ON s.fact_id = u.fact_id
+ORDER BY u.ord
 ON CONFLICT (id) DO NOTHING
 """
 
@@ -78,14 +102,20 @@ ON CONFLICT DO NOTHING
 
 _UNIT_ENTITIES = """
 INSERT INTO unit_entities (unit_id, entity_id, bank_id)
-SELECT u, e, $1 FROM unnest($2::uuid[], $3::uuid[]) AS t(u, e)
+SELECT s.fact_id, e.id, $1
+FROM unnest($2::uuid[]) WITH ORDINALITY AS u(fact_id, ord)
+JOIN staged_facts s ON s.fact_id = u.fact_id
+CROSS JOIN LATERAL unnest(s.entity_ids) WITH ORDINALITY AS e(id, pos)
+ORDER BY u.ord, e.pos
 ON CONFLICT DO NOTHING
 """
 
+# The links planned by the link step (engine/retain/links.py), read from staging.
 _LINKS = """
 WITH given AS (
-    SELECT t.f, t.t, t.k, t.w FROM unnest($2::uuid[], $3::uuid[], $4::text[], $5::real[])
-         AS t(f, t, k, w)
+    SELECT s.fact_id AS f, (l->>'to')::uuid AS t, l->>'type' AS k, (l->>'weight')::real AS w
+    FROM staged_facts s CROSS JOIN LATERAL jsonb_array_elements(coalesce(s.links, '[]')) AS l
+    WHERE s.fact_id = ANY($2::uuid[])
 ), stored AS (
     INSERT INTO memory_links (bank_id, from_unit, to_unit, link_type, weight)
     SELECT $1, g.f, g.t, g.k, g.w FROM given g
@@ -142,10 +172,6 @@ WHERE m.bank_id = $1 AND m.chunk_id = ANY($2::text[])
 _COUNT_FACTS = "SELECT count(*) FROM memory_units WHERE bank_id = $1 AND chunk_id = ANY($2::text[])"
 
 
-def _details(fact: dict[str, Any]) -> dict[str, Any]:
-    return {key: fact.get(key) for key in ("who", "what", "where", "when", "why") if fact.get(key)}
-
-
 async def upsert_document(conn: Connection, job: UpsertDocument) -> UpsertResult:
     plan = job.plan
     bank = job.bank_id
@@ -171,12 +197,16 @@ async def upsert_document(conn: Connection, job: UpsertDocument) -> UpsertResult
             max(stamps) if stamps else None,
             job.update_mode == "append",
         )
-        removed_entities = [
-            r["entity_id"]
-            for r in await conn.fetch(_ENTITIES_OF_CHUNKS, bank, plan.dropped_chunk_ids)
-        ]
-        facts_removed = await conn.fetchval(_COUNT_FACTS, bank, plan.dropped_chunk_ids)
-        await conn.execute(_DROP_CHUNKS, bank, plan.dropped_chunk_ids)
+        removed_entities: list[Any] = []
+        facts_removed = 0
+        if plan.dropped_chunk_ids:
+            await conn.execute(_LOCK_DROPPED_FACTS, bank, plan.dropped_chunk_ids)
+            removed_entities = [
+                r["entity_id"]
+                for r in await conn.fetch(_ENTITIES_OF_CHUNKS, bank, plan.dropped_chunk_ids)
+            ]
+            facts_removed = await conn.fetchval(_COUNT_FACTS, bank, plan.dropped_chunk_ids)
+            await conn.execute(_DROP_CHUNKS, bank, plan.dropped_chunk_ids)
         chunks = plan.new_chunks
         await conn.execute(
             _CHUNKS,
@@ -220,71 +250,19 @@ async def _store_units(
 ) -> int:
     if not staged:
         return 0
-    ids, chunk_ids, types, texts, contexts, details = [], [], [], [], [], []
-    starts, ends, mentioned, metadata, tags, src_start, src_end = [], [], [], [], [], [], []
-    embeddings, token_counts, token_vectors = [], [], []
+    ids = [row["fact_id"] for row in staged]
+    token_counts: list[int] = []
     term_rows: tuple[list[str], list[Any], list[int]] = ([], [], [])
-    entity_rows: tuple[list[Any], list[Any]] = ([], [])
-    link_rows: tuple[list[Any], list[str], list[str], list[float]] = ([], [], [], [])
     for row in staged:
-        fact = row["fact"]
-        meta = fact.get("_chunk", {})
-        ids.append(row["fact_id"])
-        chunk_ids.append(row["chunk_id"])
-        types.append(fact.get("fact_type", "world"))
-        texts.append(fact["text"])
-        contexts.append(meta.get("context", ""))
-        details.append(_details(fact))
-        starts.append(_ts(fact.get("occurred_start")))
-        ends.append(_ts(fact.get("occurred_end")))
-        mentioned.append(_ts(meta.get("mentioned_at")))
-        metadata.append(meta.get("metadata", {}))
-        tags.append(json.dumps(meta.get("tags", [])))  # a list would read as a 2-D array
-        src_start.append(fact.get("source_start"))
-        src_end.append(fact.get("source_end"))
-        embeddings.append(row["embedding"])
-        token_vectors.append(row["token_vectors"])
-        tf, length = term_frequencies(fact["text"])
+        tf, length = term_frequencies(row["text"])
         token_counts.append(length)
         for term, count in tf.items():
             term_rows[0].append(term)
             term_rows[1].append(row["fact_id"])
             term_rows[2].append(count)
-        for eid in row["entity_ids"] or []:
-            entity_rows[0].append(row["fact_id"])
-            entity_rows[1].append(eid)
-        for link in row["links"] or []:
-            link_rows[0].append(row["fact_id"])
-            link_rows[1].append(link["to"])
-            link_rows[2].append(link["type"])
-            link_rows[3].append(float(link["weight"]))
-    await conn.execute(
-        _UNITS,
-        bank,
-        document_id,
-        ids,
-        chunk_ids,
-        types,
-        texts,
-        contexts,
-        details,
-        starts,
-        ends,
-        mentioned,
-        metadata,
-        tags,
-        src_start,
-        src_end,
-        embeddings,
-        token_counts,
-        token_vectors,
-    )
+    await conn.execute(_UNITS, bank, document_id, ids, token_counts)
     await conn.execute(_TERMS, bank, *term_rows)
-    await conn.execute(_UNIT_ENTITIES, bank, *entity_rows)
-    stored = await conn.fetchval(_LINKS, bank, *link_rows)
+    await conn.execute(_UNIT_ENTITIES, bank, ids)
+    stored = await conn.fetchval(_LINKS, bank, ids)
     arrived = await conn.execute(_ARRIVED, ids)
     return int(stored) + int(arrived.rsplit(" ", 1)[-1])
-
-
-def _ts(raw: str | None) -> datetime | None:
-    return datetime.fromisoformat(raw) if raw else None

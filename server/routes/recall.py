@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from starlette.requests import Request
@@ -91,9 +92,17 @@ async def recall(request: Request) -> Response:
     body = await parse_body(request, RecallIn)
     recall_request = to_recall_request(bank_id, body)
     services = services_of(request)
-    async with services.pool.acquire() as conn:
-        await get_bank(conn, bank_id)
-    result = await services.recall.recall(recall_request)
+    # The bank check (a 404 for an unknown bank) runs beside the recall, not before it.
+    recalled = asyncio.ensure_future(services.recall.recall(recall_request))
+    try:
+        async with services.pool.acquire() as conn:
+            await get_bank(conn, bank_id)
+    except BaseException:
+        recalled.cancel()
+        # Its outcome no longer matters; reading it keeps asyncio from logging it.
+        recalled.add_done_callback(lambda f: f.cancelled() or f.exception())
+        raise
+    result = await recalled
     metrics: RecallMetrics | None = getattr(request.app.state, "recall_metrics", None)
     if metrics is not None:
         metrics.observe(recall_request.budget, result)

@@ -4,19 +4,11 @@ both end with exactly the facts of an undisturbed run."""
 from __future__ import annotations
 
 import asyncio
-import os
-import signal
-import socket
-import subprocess
-import sys
-from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import httpx
-import pytest
-from prometheus_client import CollectorRegistry
-from starlette.applications import Starlette
+from support.workers import kill, production_worker, worker_process
 from temporalio import activity
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
@@ -28,8 +20,7 @@ from engine.extraction.local import LocalExtractor
 from engine.retain.payloads import UpsertDocument, UpsertResult
 from engine.settings import Settings
 from worker.heartbeat import HeartbeatInterceptor
-from worker.main import WORKFLOWS, WorkerServices, activities_of, build_worker
-from worker.metrics import ActivityMetrics, MetricsInterceptor
+from worker.main import WORKFLOWS, WorkerServices, activities_of
 
 BASE = "/v1/default/banks"
 
@@ -64,14 +55,6 @@ async def wait_done(api: httpx.AsyncClient, bank: str, op: str, timeout: float) 
             return body
         await asyncio.sleep(0.2)
     raise AssertionError(f"operation {op} did not finish")
-
-
-@pytest.fixture
-async def plain_api(app: Starlette) -> AsyncIterator[httpx.AsyncClient]:
-    """The API without a worker: each test decides which workers run."""
-    transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://engram.test") as client:
-        yield client
 
 
 def flaky_worker(
@@ -118,12 +101,6 @@ async def test_a_step_failing_after_its_commit_is_retried_without_duplicates(
     assert len(texts) == len(set(texts)) > 0
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 async def test_a_worker_killed_mid_retain_is_replaced_and_nothing_is_lost_or_doubled(
     plain_api: httpx.AsyncClient,
     temporal_env: WorkflowEnvironment,
@@ -134,22 +111,7 @@ async def test_a_worker_killed_mid_retain_is_replaced_and_nothing_is_lost_or_dou
     bank_id: str,
 ) -> None:
     items = conversation(documents=24, turns=6)
-    env = dict(os.environ)
-    env.update(
-        {
-            "ENGRAM_DATABASE_URL": settings.database_url,
-            "ENGRAM_TEMPORAL_ADDRESS": temporal_env.client.service_client.config.target_host,
-            "ENGRAM_TASK_QUEUE": settings.task_queue,
-            "ENGRAM_WORKER_METRICS_PORT": str(free_port()),
-        }
-    )
-    victim = subprocess.Popen(
-        [sys.executable, "-m", "worker"],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
+    with worker_process(settings, temporal_env) as victim:
         op = f"kill-{bank_id}"
         body = {"items": items, "async": True, "operation_id": op}
         assert (await plain_api.post(f"{BASE}/{bank_id}/memories", json=body)).status_code == 200
@@ -159,17 +121,10 @@ async def test_a_worker_killed_mid_retain_is_replaced_and_nothing_is_lost_or_dou
                 break
             await asyncio.sleep(0.1)
         assert status["progress"]["processed"] < len(items), "the worker finished too soon"
-        victim.send_signal(signal.SIGKILL)
-        victim.wait()
-        services = WorkerServices(pool, embedder, cpu, None)
-        interceptor = MetricsInterceptor(ActivityMetrics(CollectorRegistry()))
-        async with build_worker(temporal_env.client, settings.task_queue, services, interceptor):
+        kill(victim)
+        async with production_worker(temporal_env, settings, pool, embedder, cpu):
             final = await wait_done(plain_api, bank_id, op, timeout=170)
             clean = await plain_api.post(f"{BASE}/{bank_id}-clean/memories", json={"items": items})
-    finally:
-        if victim.poll() is None:
-            victim.kill()
-            victim.wait()
     assert final["status"] == "completed", final
     assert clean.status_code == 200, clean.text
     texts = await fact_texts(plain_api, bank_id)
@@ -191,9 +146,7 @@ async def test_a_cancelled_retain_stores_nothing_and_reports_cancelled(
     assert (await plain_api.post(f"{BASE}/{bank_id}/memories", json=body)).status_code == 200
     cancel = await plain_api.delete(f"{BASE}/{bank_id}/operations/{op}")  # no worker yet
     assert cancel.status_code == 200 and cancel.json()["success"] is True
-    services = WorkerServices(pool, embedder, cpu, None)
-    interceptor = MetricsInterceptor(ActivityMetrics(CollectorRegistry()))
-    async with build_worker(temporal_env.client, settings.task_queue, services, interceptor):
+    async with production_worker(temporal_env, settings, pool, embedder, cpu):
         final = await wait_done(plain_api, bank_id, op, timeout=60)
     assert final["status"] == "cancelled"
     assert await fact_texts(plain_api, bank_id) == []

@@ -4,15 +4,12 @@ with facts waiting and consolidates them."""
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
-import subprocess
-import sys
 from datetime import timedelta
 
 import httpx
 from consolidation_support import configure, observations, retain, status
-from support.serve import free_port
+from support.workers import worker_process
 from temporalio.client import ScheduleActionStartWorkflow, ScheduleOverlapPolicy
 from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
@@ -66,33 +63,19 @@ async def test_the_worker_creates_the_schedule_at_start(
 ) -> None:
     client = temporal_env.client
     handle = client.get_schedule_handle(sweep_schedule_id(settings.task_queue))
-    env = dict(os.environ)
-    env.update(
-        {
-            "ENGRAM_DATABASE_URL": settings.database_url,
-            "ENGRAM_TEMPORAL_ADDRESS": client.service_client.config.target_host,
-            "ENGRAM_TASK_QUEUE": settings.task_queue,
-            "ENGRAM_WORKER_METRICS_PORT": str(free_port()),
-        }
-    )
-    process = subprocess.Popen(
-        [sys.executable, "-m", "worker"],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        described = None
-        for _ in range(600):
-            try:
-                described = await handle.describe()
-                break
-            except RPCError:
-                assert process.poll() is None, "the worker exited"
-                await asyncio.sleep(0.1)
-        assert described is not None, "no schedule after the worker started"
-        assert described.schedule.spec.intervals[0].every == timedelta(minutes=10)
-    finally:
-        process.send_signal(signal.SIGTERM)  # may still be starting up: not its exit code
-        process.wait(timeout=30)
-        await handle.delete()
+    with worker_process(settings, temporal_env) as process:
+        try:
+            described = None
+            for _ in range(600):
+                try:
+                    described = await handle.describe()
+                    break
+                except RPCError:
+                    assert process.poll() is None, "the worker exited"
+                    await asyncio.sleep(0.1)
+            assert described is not None, "no schedule after the worker started"
+            assert described.schedule.spec.intervals[0].every == timedelta(minutes=10)
+        finally:
+            process.send_signal(signal.SIGTERM)  # may still be starting up: not its exit code
+            process.wait(timeout=30)
+            await handle.delete()

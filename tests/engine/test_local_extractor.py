@@ -184,6 +184,14 @@ def test_shared_photo_becomes_a_fact_about_the_speaker() -> None:
     assert facts[-1].text == "Melanie shared a photo of a sunset over a lake."
 
 
+def test_a_sentence_that_does_not_name_its_speaker_is_attributed() -> None:
+    facts = extract("Melanie: They were stoked for the dinosaur exhibit! I loved it.")
+    assert [f.text for f in facts] == [
+        "Melanie: They were stoked for the dinosaur exhibit!",
+        "Melanie loved it.",
+    ]
+
+
 def test_because_clause_is_the_why() -> None:
     fact = only_fact("Caroline: I chose them because they help LGBTQ+ folks with adoption.")
     assert fact.why == "they help LGBTQ+ folks with adoption"

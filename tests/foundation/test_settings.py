@@ -15,6 +15,11 @@ def test_defaults_are_fully_embedded_and_local() -> None:
     assert settings.home.name == ".engram"
 
 
+def test_the_token_cache_size_is_read_from_the_environment() -> None:
+    assert Settings.from_env({}).recall_token_cache_mb == 256
+    assert Settings.from_env({"ENGRAM_RECALL_TOKEN_CACHE_MB": "0"}).recall_token_cache_mb == 0
+
+
 def test_external_services_and_a_key_switch_modes() -> None:
     settings = Settings.from_env(
         {
@@ -33,6 +38,10 @@ def test_external_services_and_a_key_switch_modes() -> None:
     [
         ({"ENGRAM_API_PORT": "eighty"}, "ENGRAM_API_PORT must be an integer"),
         ({"ENGRAM_EXTRACTION_MODE": "magic"}, "ENGRAM_EXTRACTION_MODE must be llm, local or none"),
+        (
+            {"ENGRAM_RECALL_TOKEN_CACHE_MB": "lots"},
+            "ENGRAM_RECALL_TOKEN_CACHE_MB must be an integer",
+        ),
     ],
 )
 def test_bad_values_are_named(env: dict[str, str], message: str) -> None:

@@ -5,26 +5,17 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import signal
-import socket
-import subprocess
-import sys
-from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import httpx
 import pytest
-from prometheus_client import CollectorRegistry
-from starlette.applications import Starlette
+from support.workers import kill, production_worker, worker_process
 from temporalio.testing import WorkflowEnvironment
 
 from engine.db import Pool
 from engine.embedding import Embedder
 from engine.settings import Settings
-from worker.main import WorkerServices, build_worker
-from worker.metrics import ActivityMetrics, MetricsInterceptor
 
 BASE = "/v1/default/banks"
 
@@ -49,12 +40,6 @@ def history(conversations: int, days: int) -> str:
                     )
                 )
     return "\n".join(lines)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 async def fact_texts(api: httpx.AsyncClient, bank: str) -> list[str]:
@@ -82,14 +67,6 @@ async def wait_done(api: httpx.AsyncClient, operation_id: str, timeout: float) -
     raise AssertionError(f"import {operation_id} did not finish")
 
 
-@pytest.fixture
-async def plain_api(app: Starlette) -> AsyncIterator[httpx.AsyncClient]:
-    """The API without a worker: the test decides which workers run."""
-    transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://engram.test") as client:
-        yield client
-
-
 @pytest.mark.timeout(300)
 async def test_a_worker_killed_mid_import_is_replaced_and_nothing_is_lost_or_doubled(
     plain_api: httpx.AsyncClient,
@@ -101,22 +78,7 @@ async def test_a_worker_killed_mid_import_is_replaced_and_nothing_is_lost_or_dou
     bank_id: str,
 ) -> None:
     content = history(conversations=16, days=4)
-    env = dict(os.environ)
-    env.update(
-        {
-            "ENGRAM_DATABASE_URL": settings.database_url,
-            "ENGRAM_TEMPORAL_ADDRESS": temporal_env.client.service_client.config.target_host,
-            "ENGRAM_TASK_QUEUE": settings.task_queue,
-            "ENGRAM_WORKER_METRICS_PORT": str(free_port()),
-        }
-    )
-    victim = subprocess.Popen(
-        [sys.executable, "-m", "worker"],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
+    with worker_process(settings, temporal_env) as victim:
         response = await plain_api.post(f"{BASE}/{bank_id}/import", json={"content": content})
         assert response.status_code == 202, response.text
         operation_id = response.json()["operation_id"]
@@ -126,21 +88,14 @@ async def test_a_worker_killed_mid_import_is_replaced_and_nothing_is_lost_or_dou
                 break
             await asyncio.sleep(0.1)
         assert 2 <= progress["documents_done"] < 16, progress
-        victim.send_signal(signal.SIGKILL)
-        victim.wait()
-        services = WorkerServices(pool, embedder, cpu, None)
-        interceptor = MetricsInterceptor(ActivityMetrics(CollectorRegistry()))
-        async with build_worker(temporal_env.client, settings.task_queue, services, interceptor):
+        kill(victim)
+        async with production_worker(temporal_env, settings, pool, embedder, cpu):
             final = await wait_done(plain_api, operation_id, timeout=200)
             clean = await plain_api.post(
                 f"{BASE}/{bank_id}-clean/import", json={"content": content}
             )
             assert clean.status_code == 202, clean.text
             clean_final = await wait_done(plain_api, clean.json()["operation_id"], timeout=200)
-    finally:
-        if victim.poll() is None:
-            victim.kill()
-            victim.wait()
     assert final["status"] == clean_final["status"] == "completed", (final, clean_final)
     texts = await fact_texts(plain_api, bank_id)
     assert texts == await fact_texts(plain_api, f"{bank_id}-clean")

@@ -210,6 +210,25 @@ async def test_recall_metrics_are_exported(client: httpx.AsyncClient, banks: Ban
     assert "engram_recall_results_count 1.0" in text
 
 
+def _series(text: str, name: str) -> float:
+    lines = [line for line in text.splitlines() if line.startswith(name + " ")]
+    return float(lines[0].split()[-1]) if lines else 0.0
+
+
+async def test_a_repeated_recall_takes_its_token_vectors_from_memory(
+    client: httpx.AsyncClient, banks: Banks
+) -> None:
+    query = "What does Zelda's brother do for a living?"
+    first = (await recall(client, banks.main, query, trace=True))["trace"]["rerank"]
+    second = (await recall(client, banks.main, query, trace=True))["trace"]["rerank"]
+    assert first["token_vectors"]["read"] > 0
+    assert second["token_vectors"] == {"cached": first["token_vectors"]["read"], "read": 0}
+    text = (await client.get("/metrics")).text
+    cached = _series(text, 'engram_recall_token_vectors_total{source="cache"}')
+    read = _series(text, 'engram_recall_token_vectors_total{source="database"}')
+    assert (cached, read) == (second["token_vectors"]["cached"], first["token_vectors"]["read"])
+
+
 async def test_observations_bring_their_source_facts(
     client: httpx.AsyncClient, banks: Banks, recall_pool: Pool, embedder: Embedder
 ) -> None:

@@ -6,6 +6,7 @@ import pytest
 
 from engine.bm25 import BM25Params, score
 from engine.db import Pool
+from engine.recall import keyword
 from engine.recall.keyword import keyword_arm
 from engine.recall.types import RecallRequest
 from engine.text import term_frequencies, tokenize
@@ -67,3 +68,28 @@ async def test_sql_bm25_scores_cjk_bigrams(recall_pool: Pool, banks: Banks) -> N
         )
     assert len(arm.hits) == 1 and set(expected) == {arm.hits[0].unit_id}
     assert arm.hits[0].score == pytest.approx(expected[arm.hits[0].unit_id], rel=1e-9)
+
+
+@pytest.mark.parametrize("screen_postings", [1, 10_000])
+async def test_screened_bm25_returns_exact_scores(
+    recall_pool: Pool, banks: Banks, monkeypatch: pytest.MonkeyPatch, screen_postings: int
+) -> None:
+    """The large-bank path (a screen over the rarest terms, then exact scoring) returns the
+    reference BM25 score for every hit; with every posting screened it returns the same top
+    hits as the plain statement."""
+    query = "What does Zelda's brother do for a living?"
+    params = BM25Params()
+    expected = await reference_scores(recall_pool, banks.main, query, params)
+    monkeypatch.setattr(keyword, "EXACT_POSTINGS", 0)
+    monkeypatch.setattr(keyword, "SCREEN_POSTINGS", screen_postings)
+    async with recall_pool.acquire() as conn:
+        arm = await keyword_arm(
+            conn, RecallRequest(banks.main, query), tokenize(query), limit=5, params=params
+        )
+    assert arm.note.startswith("screened by")
+    assert arm.hits
+    for hit in arm.hits:
+        assert hit.score == pytest.approx(expected[hit.unit_id], rel=1e-9)
+    if screen_postings > 1:
+        best = sorted(expected.items(), key=lambda item: (-item[1], item[0]))[:5]
+        assert [h.unit_id for h in arm.hits] == [uid for uid, _ in best]

@@ -134,12 +134,15 @@ def test_empty_token_vectors_encode_to_nothing() -> None:
 
 
 def row(
-    occurred: datetime | None = None, mentioned: datetime | None = None, proof: int = 1
+    occurred: datetime | None = None,
+    mentioned: datetime | None = None,
+    proof: int = 1,
+    text: str = "t",
 ) -> CandidateRow:
     return CandidateRow(
         id="x",
         fact_type="world",
-        text="t",
+        text=text,
         context="",
         occurred_start=occurred,
         occurred_end=None,
@@ -186,6 +189,21 @@ def test_combined_scores_add_only_weighted_boosts() -> None:
     # reranker decides the base (0 and 1 after normalising); the window adds 0.5 to the first
     assert finals[0] == pytest.approx(0.5)
     assert finals[1] == pytest.approx(1.0 + 0.5 / (1 + 300))  # 300 days from a 1-day window
+
+
+def test_a_question_scores_below_a_statement_as_relevant() -> None:
+    rows = [row(text="Caroline: Seen any good movies lately? "), row(text="Caroline saw Heat.")]
+    config = RecallConfig(question_penalty=0.2)
+    finals = combined_scores(
+        rows,
+        [0.2, 0.2],
+        [0.5, 0.5],
+        reference=MAY_1,
+        window=None,
+        prefer_observations=False,
+        config=config,
+    )
+    assert finals == pytest.approx([0.8, 1.0])
 
 
 def test_normalise_maps_to_unit_interval() -> None:

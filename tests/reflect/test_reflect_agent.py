@@ -195,6 +195,19 @@ async def test_disposition_mission_and_directives_shape_the_instructions(
     assert "Never name individual employees." in high and "Directives" not in low
 
 
+async def test_max_tokens_caps_every_model_call(
+    api: httpx.AsyncClient, bank_id: str, fake: FakeOpenAI
+) -> None:
+    await quiet_bank(api, bank_id)
+    before = len(fake.requests)
+    fake.push(Reply("Short."), Reply("Default."))
+    assert (await reflect(api, bank_id, query="Anything?", max_tokens=123))["text"] == "Short."
+    assert (await reflect(api, bank_id, query="Anything?"))["text"] == "Default."
+    capped, default = fake.requests[before:]
+    assert capped["max_tokens"] == 123
+    assert default["max_tokens"] == 4096  # Hindsight's default answer budget
+
+
 async def test_structured_output_is_validated_against_the_callers_schema(
     api: httpx.AsyncClient, bank_id: str, fake: FakeOpenAI
 ) -> None:

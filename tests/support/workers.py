@@ -1,0 +1,71 @@
+"""Workers for the durability tests: a real `python -m worker` process to kill mid-run, and
+the in-process production worker that takes over from it."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+
+from prometheus_client import CollectorRegistry
+from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import Worker
+
+from engine.db import Pool
+from engine.embedding import Embedder
+from engine.settings import Settings
+from support.serve import free_port
+from worker.main import WorkerServices, build_worker
+from worker.metrics import ActivityMetrics, MetricsInterceptor
+
+
+@contextmanager
+def worker_process(
+    settings: Settings, temporal_env: WorkflowEnvironment
+) -> Iterator[subprocess.Popen[bytes]]:
+    """`python -m worker` on the test's database, Temporal and task queue; killed on exit if
+    the test has not killed it already."""
+    env = dict(os.environ)
+    env.update(
+        {
+            "ENGRAM_DATABASE_URL": settings.database_url,
+            "ENGRAM_TEMPORAL_ADDRESS": temporal_env.client.service_client.config.target_host,
+            "ENGRAM_TASK_QUEUE": settings.task_queue,
+            "ENGRAM_WORKER_METRICS_PORT": str(free_port()),
+        }
+    )
+    process = subprocess.Popen(
+        [sys.executable, "-m", "worker"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        yield process
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+def kill(process: subprocess.Popen[bytes]) -> None:
+    """SIGKILL: no shutdown, no goodbye to Temporal, like a machine losing power."""
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+
+
+def production_worker(
+    temporal_env: WorkflowEnvironment,
+    settings: Settings,
+    pool: Pool,
+    embedder: Embedder,
+    cpu: ThreadPoolExecutor,
+) -> Worker:
+    """The worker `python -m worker` runs, in this process (use with `async with`)."""
+    services = WorkerServices(pool, embedder, cpu, None)
+    interceptor = MetricsInterceptor(ActivityMetrics(CollectorRegistry()))
+    return build_worker(temporal_env.client, settings.task_queue, services, interceptor)
