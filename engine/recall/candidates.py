@@ -11,17 +11,20 @@ import numpy as np
 
 from engine.db import Connection, Pool
 from engine.recall.token_cache import TokenVectorCache
-from engine.recall.types import BlobCounts, CandidateRow, EntityState
+from engine.recall.types import BlobCounts, CandidateRow
 
 _ROWS = """
 SELECT m.id::text AS id, m.fact_type, m.text, m.context, m.occurred_start, m.occurred_end,
        m.mentioned_at, m.document_id, m.chunk_id, m.metadata, m.tags, m.proof_count,
-       m.embedding, m.updated_at AS version,
-       coalesce(array(SELECT e.canonical_name FROM unit_entities ue
-                      JOIN entities e ON e.id = ue.entity_id
-                      WHERE $3 AND ue.unit_id = m.id ORDER BY e.canonical_name), '{}')
-           AS entities
+       m.embedding, m.updated_at AS version, n.entities, n.entity_ids
 FROM memory_units m
+CROSS JOIN LATERAL (
+    SELECT coalesce(array_agg(e.canonical_name ORDER BY e.canonical_name, e.id), '{}')
+               AS entities,
+           coalesce(array_agg(e.id::text ORDER BY e.canonical_name, e.id), '{}') AS entity_ids
+    FROM unit_entities ue JOIN entities e ON e.id = ue.entity_id
+    WHERE $3 AND ue.unit_id = m.id
+) n
 WHERE m.bank_id = $1 AND m.id = ANY($2::uuid[])
 """
 
@@ -50,12 +53,6 @@ FROM c CROSS JOIN LATERAL (
 _TOKEN_VECTORS = """
 SELECT id::text AS id, updated_at AS version, token_vectors FROM memory_units
 WHERE bank_id = $1 AND id = ANY($2::uuid[]) AND token_vectors IS NOT NULL
-"""
-
-_ENTITIES = """
-SELECT e.id::text AS entity_id, e.canonical_name
-FROM entities e
-WHERE e.bank_id = $1 AND e.canonical_name = ANY($2::text[])
 """
 
 # Observations (engine/consolidation) record the facts they rest on; only observations are
@@ -139,6 +136,7 @@ async def fetch_rows(
             embedding=np.asarray(r["embedding"].to_numpy(), dtype=np.float32),
             token_vectors=blobs.get(r["id"]),
             entities=list(r["entities"]),
+            entity_ids=tuple(r["entity_ids"]),
             context_vectors=tuple(blobs[n] for n in context.get(r["id"], []) if n in blobs),
         )
         for r in rows
@@ -181,15 +179,6 @@ async def _token_vectors(
             if cache is not None:
                 cache.put(r["id"], r["version"], r["token_vectors"])
     return found
-
-
-async def fetch_entity_states(
-    conn: Connection, bank_id: str, names: Sequence[str]
-) -> list[EntityState]:
-    """Entity states for canonical names, in the order of `names`."""
-    rows = await conn.fetch(_ENTITIES, bank_id, list(names))
-    by_name = {r["canonical_name"]: EntityState(r["entity_id"], r["canonical_name"]) for r in rows}
-    return [by_name[n] for n in names if n in by_name]
 
 
 async def fetch_evidence(conn: Connection, observation_ids: Sequence[str]) -> dict[str, list[str]]:

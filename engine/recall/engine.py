@@ -25,7 +25,6 @@ from engine.embedding import Embedder
 from engine.recall.budget import estimate_tokens, fill_budget
 from engine.recall.candidates import (
     fetch_chunks,
-    fetch_entity_states,
     fetch_evidence,
     fetch_rows,
 )
@@ -368,18 +367,22 @@ class RecallEngine:
         self, request: RecallRequest, kept: list[RecalledMemory]
     ) -> tuple[list[EntityState] | None, list[ChunkText] | None]:
         entities = chunks = None
-        async with self._pool.acquire() as conn:
-            if request.include_entities:
-                names = list(dict.fromkeys(n for m in kept for n in m.row.entities))
-                fitted, _ = fill_budget(names, estimate_tokens, request.entities_max_tokens)
-                entities = await fetch_entity_states(conn, request.bank_id, fitted)
-            if request.include_chunks:
+        if request.include_entities:
+            # The rows were read with their entities' names and ids: no query here.
+            ids_by_name: dict[str, str] = {}
+            for m in kept:
+                for name, entity_id in zip(m.row.entities, m.row.entity_ids, strict=True):
+                    ids_by_name.setdefault(name, entity_id)
+            fitted, _ = fill_budget(list(ids_by_name), estimate_tokens, request.entities_max_tokens)
+            entities = [EntityState(ids_by_name[name], name) for name in fitted]
+        if request.include_chunks:
+            async with self._pool.acquire() as conn:
                 ids = list(dict.fromkeys(m.row.chunk_id for m in kept if m.row.chunk_id))
                 found = await fetch_chunks(conn, request.bank_id, ids)
-                chunks = _fit_chunks(
-                    [(cid, *found[cid]) for cid in ids if cid in found],
-                    request.chunks_max_tokens,
-                )
+            chunks = _fit_chunks(
+                [(cid, *found[cid]) for cid in ids if cid in found],
+                request.chunks_max_tokens,
+            )
         return entities, chunks
 
 

@@ -106,8 +106,10 @@ class CandidateRow:
     embedding: FloatVector
     token_vectors: bytes | None
     entities: list[str]
-    # Token vectors of the facts next to this one in its chunk (its context), when read.
+    # Token vectors of the facts next to this one in its document (its context), when read.
     context_vectors: tuple[bytes, ...] = ()
+    # The ids of `entities`, in the same order (read with them).
+    entity_ids: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

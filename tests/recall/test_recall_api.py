@@ -121,7 +121,9 @@ async def test_tag_modes(client: httpx.AsyncClient, banks: Banks) -> None:
     assert all("alpha" in r["tags"] for r in body["results"])
 
 
-async def test_results_follow_the_wire_format(client: httpx.AsyncClient, banks: Banks) -> None:
+async def test_results_follow_the_wire_format(
+    client: httpx.AsyncClient, banks: Banks, recall_pool: Pool
+) -> None:
     body = await recall(client, banks.main, "When does the orchid greenhouse open?")
     top = next(r for r in body["results"] if r["id"] == banks.ids["tag-alpha"])
     assert top["metadata"] == {"source": "notes", "page": "12"}
@@ -133,6 +135,18 @@ async def test_results_follow_the_wire_format(client: httpx.AsyncClient, banks: 
     assert set(top["scores"]) >= {"final", "semantic", "keyword", "reranker"}
     assert all(isinstance(r["scores"]["final"], float) for r in body["results"])
     assert "entities" in body and "chunks" not in body and "trace" not in body
+    # The entities map names every result's entities, with the ids stored for them.
+    mentioned = {name for r in body["results"] for name in r["entities"]}
+    assert mentioned and set(body["entities"]) == mentioned
+    async with recall_pool.acquire() as conn:
+        stored = {
+            r["canonical_name"]: r["id"]
+            for r in await conn.fetch(
+                "SELECT id::text, canonical_name FROM entities WHERE bank_id = $1", banks.main
+            )
+        }
+    for name, state in body["entities"].items():
+        assert state["canonical_name"] == name and state["entity_id"] == stored[name]
 
 
 async def test_include_null_turns_entities_off_and_chunks_on(
