@@ -156,6 +156,19 @@ class ConsolidationWorkflow:
         await self._finish(operation_id, "completed", None)
         if _changed(self._totals) and workflow.patched("refresh-mental-models"):
             await _refresh_mental_models(request.bank_id)
+        if self._more and workflow.patched("consolidation-late-request"):
+            # A request signalled while this run was finishing (its operation already marked
+            # completed, the mental models refreshing) gets a run and an operation of its own,
+            # instead of being dropped with this run.
+            workflow.continue_as_new(
+                replace(
+                    request,
+                    operation_id="",
+                    totals=ConsolidationCounts(),
+                    batches=0,
+                    settle_seconds=0,
+                )
+            )
         return self._totals
 
     async def _drain(self, request: ConsolidationRequest, operation_id: str) -> None:
