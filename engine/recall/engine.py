@@ -39,14 +39,15 @@ from engine.recall.scoring import combined_scores
 from engine.recall.semantic import semantic_arm
 from engine.recall.temporal import temporal_arm
 from engine.recall.token_cache import DEFAULT_CAPACITY_MB, TokenVectorCache
+from engine.recall.trace import build_trace
 from engine.recall.types import (
-    ArmName,
     ArmResult,
     BlobCounts,
     CandidateRow,
     ChunkText,
     EntityState,
     Fused,
+    Ranked,
     RecalledMemory,
     RecallRequest,
     RecallResult,
@@ -54,19 +55,6 @@ from engine.recall.types import (
     TimeWindow,
 )
 from engine.settings import Settings
-
-TRACE_TOP = 20  # hits per arm and fused candidates listed in a trace
-
-
-@dataclass(frozen=True)
-class Ranked:
-    """The CPU stage's output: candidates in final order with their scores."""
-
-    memories: list[RecalledMemory]
-    rerank_ms: float
-    dropped_by_floor: int
-    moved_by_rerank: int
-    moved_by_mmr: int
 
 
 @dataclass
@@ -192,7 +180,20 @@ class RecallEngine:
         sources = await self._sources(request, kept) if request.include_source_facts else None
         timer.add("total", started)
         trace = (
-            _trace(request, text, window, arms, fused, ranked, kept, used, timer, self, blobs)
+            build_trace(
+                request,
+                text,
+                window,
+                arms,
+                fused,
+                ranked,
+                kept,
+                used,
+                dict(timer.marks),
+                config,
+                self.reranker_name,
+                blobs,
+            )
             if request.trace
             else None
         )
@@ -425,78 +426,3 @@ async def _timed(future: asyncio.Future[Any], timer: _Timer, name: str) -> Any:
     result = await future
     timer.add(name, started)
     return result
-
-
-def _trace(
-    request: RecallRequest,
-    text: QueryText,
-    window: TimeWindow | None,
-    arms: list[ArmResult],
-    fused: list[Fused],
-    ranked: Ranked,
-    kept: list[RecalledMemory],
-    used: int,
-    timer: _Timer,
-    engine: RecallEngine,
-    blobs: BlobCounts,
-) -> dict[str, Any]:
-    config = engine.config
-    profile = config.budget(request.budget)
-    arm_trace: dict[ArmName, Any] = {
-        arm.arm: {
-            "candidates": len(arm.hits),
-            "elapsed_ms": round(arm.elapsed_ms, 3),
-            "note": arm.note,
-            "weight": config.weights.get(arm.arm, 0.0),
-            "cap": config.caps.get(arm.arm),
-            "hits": [
-                {"id": h.unit_id, "rank": rank, "score": h.score}
-                for rank, h in enumerate(arm.hits[:TRACE_TOP], start=1)
-            ],
-        }
-        for arm in arms
-    }
-    return {
-        "query": request.query,
-        "budget": request.budget,
-        "terms": text.terms,
-        "window": None
-        if window is None
-        else {
-            "start": window.start.isoformat(),
-            "end": window.end.isoformat(),
-            "expression": text.expression if request.temporal_window is None else "",
-            "source": "request" if request.temporal_window is not None else "query",
-        },
-        "arms": arm_trace,
-        "fusion": {
-            "method": "weighted_rrf",
-            "k": config.rrf_k,
-            "candidates": len(fused),
-            "reranked": min(len(fused), profile.rerank_depth),
-            "top": [
-                {"id": f.unit_id, "score": f.score, "ranks": f.ranks} for f in fused[:TRACE_TOP]
-            ],
-        },
-        "rerank": {
-            "reranker": engine.reranker_name,
-            "token_vectors": {"cached": blobs.cached, "read": blobs.read},
-            "weight": config.rerank_weight,
-            "moved": ranked.moved_by_rerank,
-            "elapsed_ms": round(ranked.rerank_ms, 3),
-        },
-        "scoring": {
-            "recency_weight": config.recency_weight,
-            "temporal_weight": config.temporal_weight,
-            "proof_weight": config.proof_weight,
-            "dropped_by_min_scores": ranked.dropped_by_floor,
-        },
-        "mmr": {"lambda": config.mmr_lambda, "moved": ranked.moved_by_mmr},
-        "token_budget": {
-            "max_tokens": request.max_tokens,
-            "used": used,
-            "results": len(kept),
-            "skipped": len(ranked.memories) - len(kept),
-        },
-        "timings_ms": dict(timer.marks),
-    }

@@ -51,9 +51,9 @@ SELECT term, df FROM bank_term_stats WHERE bank_id = $1 AND term = ANY($2::text[
 """
 
 
-def keyword_sql(tags_match: TagsMatch) -> str:
-    return f"""
-WITH stats AS (
+# The query's terms with their idf and the bank's average length, shared by both statements
+# ($1 bank, $4 the query's distinct terms).
+_QUERY_TERMS = """WITH stats AS (
     SELECT unit_count::float8 AS n,
            CASE WHEN unit_count > 0 THEN total_terms::float8 / unit_count ELSE 0 END AS avgdl
     FROM bank_stats WHERE bank_id = $1
@@ -61,7 +61,12 @@ WITH stats AS (
     SELECT t.term, ln(1 + (s.n - t.df + 0.5) / (t.df + 0.5)) AS idf, s.avgdl
     FROM bank_term_stats t CROSS JOIN stats s
     WHERE t.bank_id = $1 AND t.term = ANY($4::text[]) AND t.df > 0
-)
+)"""
+
+
+def keyword_sql(tags_match: TagsMatch) -> str:
+    return f"""
+{_QUERY_TERMS}
 SELECT m.id::text AS id,
        sum(q.idf * mt.tf * ($5::float8 + 1)
            / (mt.tf + $5::float8 * (1 - $6::float8 + $6::float8
@@ -88,15 +93,7 @@ def screened_sql(tags_match: TagsMatch, filtered: bool) -> str:
         else ""
     )
     return f"""
-WITH stats AS (
-    SELECT unit_count::float8 AS n,
-           CASE WHEN unit_count > 0 THEN total_terms::float8 / unit_count ELSE 0 END AS avgdl
-    FROM bank_stats WHERE bank_id = $1
-), q AS (
-    SELECT t.term, ln(1 + (s.n - t.df + 0.5) / (t.df + 0.5)) AS idf, s.avgdl
-    FROM bank_term_stats t CROSS JOIN stats s
-    WHERE t.bank_id = $1 AND t.term = ANY($4::text[]) AND t.df > 0
-), screen AS (
+{_QUERY_TERMS}, screen AS (
     SELECT mt.unit_id
     FROM q JOIN memory_terms mt ON mt.bank_id = $1 AND mt.term = q.term
     {screen_filter}

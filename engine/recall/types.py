@@ -167,3 +167,14 @@ class RecallResult:
     source_facts_truncated: bool = False
     # The rerank's token-vector blobs: how many the cache held and how many were read.
     token_vectors: BlobCounts | None = None
+
+
+@dataclass(frozen=True)
+class Ranked:
+    """The CPU stage's output: candidates in final order with their scores."""
+
+    memories: list[RecalledMemory]
+    rerank_ms: float
+    dropped_by_floor: int
+    moved_by_rerank: int
+    moved_by_mmr: int
