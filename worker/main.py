@@ -136,7 +136,7 @@ def activities_of(services: WorkerServices) -> list[Any]:
 async def open_worker_services(
     settings: Settings, embedder: Embedder | None = None
 ) -> AsyncIterator[WorkerServices]:
-    embedder = embedder or load_embedder(settings.embedding_model)
+    embedder = embedder or load_embedder(settings.embedding_model, settings.model_dir)
     await migrate(settings.database_url, embedder.dimension)
     pool = await create_pool(settings.database_url, max_size=settings.db_pool_max)
     cpu = ThreadPoolExecutor(CPU_THREADS, thread_name_prefix="engram-cpu")

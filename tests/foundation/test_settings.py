@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from engine.errors import ConfigurationError
@@ -18,6 +20,12 @@ def test_defaults_are_fully_embedded_and_local() -> None:
 def test_the_token_cache_size_is_read_from_the_environment() -> None:
     assert Settings.from_env({}).recall_token_cache_mb == 256
     assert Settings.from_env({"ENGRAM_RECALL_TOKEN_CACHE_MB": "0"}).recall_token_cache_mb == 0
+
+
+def test_the_model_dir_is_read_from_the_environment(tmp_path: Path) -> None:
+    assert Settings.from_env({}).model_dir is None
+    chosen = Settings.from_env({"ENGRAM_MODEL_DIR": str(tmp_path / "models")}).model_dir
+    assert chosen == tmp_path / "models"
 
 
 def test_external_services_and_a_key_switch_modes() -> None:
