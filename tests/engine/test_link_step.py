@@ -14,14 +14,19 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import numpy as np
+import pytest
+from pgvector import Vector
 
 from engine.db import Connection, Pool
 from engine.embedding import Embedder
 from engine.retain.gate import OrderedGate
 from engine.retain.links import (
+    _FORCE_HNSW,
     _IN_FLIGHT,
+    _SEMANTIC,
     _STAGED,
     ENTITY_K,
+    HNSW_ABOVE,
     IN_FLIGHT_LIMIT,
     SEMANTIC_K,
     SEMANTIC_MIN,
@@ -256,3 +261,39 @@ async def test_links_wait_for_targets_still_in_flight(
         )
     assert left == 0
     assert across > 0
+
+
+async def test_a_large_bank_is_searched_through_the_hnsw_index_even_on_stale_statistics(
+    pool: Pool, bank_id: str
+) -> None:
+    """Statistics taken while the bank was empty make the planner scan every fact of the
+    bank per linked fact; past HNSW_ABOVE facts the link step must walk the index instead."""
+    rng = np.random.default_rng(7)
+    vectors = [Vector(v / np.linalg.norm(v)) for v in rng.normal(size=(HNSW_ABOVE + 200, 384))]
+    async with pool.acquire() as conn:
+        await ensure_bank(conn, bank_id)
+        await conn.execute("ANALYZE memory_units")  # the bank has no facts yet
+        await conn.execute(
+            "INSERT INTO memory_units (id, bank_id, fact_type, text, embedding) "
+            "SELECT gen_random_uuid(), $1, 'world', 'fact ' || n, v "
+            "FROM unnest($2::vector[]) WITH ORDINALITY AS u(v, n)",
+            bank_id,
+            vectors,
+        )
+        query = ["q1", "q2"], vectors[:2]
+        async with conn.transaction():
+            await conn.execute(_FORCE_HNSW, bank_id, HNSW_ABOVE)
+            plan = "\n".join(
+                r[0] for r in await conn.fetch(f"EXPLAIN {_SEMANTIC}", bank_id, *query, SEMANTIC_K)
+            )
+            found = await conn.fetch(_SEMANTIC, bank_id, *query, SEMANTIC_K)
+    assert "memory_units_embedding" in plan
+    assert "Sort" not in plan
+    nearest: dict[str, list[float]] = {r["fact_id"]: [] for r in found}
+    for r in found:
+        nearest[r["fact_id"]].append(float(r["similarity"]))
+    # Each query vector is a stored fact: it finds itself first, then SEMANTIC_K - 1 more.
+    assert sorted(nearest) == ["q1", "q2"]
+    for similarities in nearest.values():
+        assert len(similarities) == SEMANTIC_K
+        assert max(similarities) == pytest.approx(1.0, abs=1e-5)
