@@ -97,15 +97,18 @@ def _member(item: PendingFact | Neighbour) -> _Member:
     )
 
 
+# Similarity totals this close count as a tie (the shortest, then the oldest statement wins):
+# with two members both totals are the same cosine, and only float rounding told them apart.
+_MEDOID_TIE = 1e-4
+
+
 def representative(members: Sequence[_Member]) -> _Member:
     """The medoid: most similar to the others in total; then the shortest, then the oldest."""
     matrix = np.stack([m.embedding for m in members])
-    totals = (matrix @ matrix.T).sum(axis=1)
-    order = sorted(
-        range(len(members)),
-        key=lambda i: (-round(float(totals[i]), 6), len(members[i].text), members[i].created_at),
-    )
-    return members[order[0]]
+    totals = (matrix @ matrix.T).sum(axis=1) - np.einsum("ij,ij->i", matrix, matrix)
+    best = float(totals.max())
+    tied = [i for i in range(len(members)) if float(totals[i]) >= best - _MEDOID_TIE]
+    return members[min(tied, key=lambda i: (len(members[i].text), members[i].created_at))]
 
 
 class LocalConsolidator:
