@@ -175,7 +175,12 @@ class OnnxSentenceEmbedder:
         encodings = self._tokenizer.encode_batch(list(texts))
         pooled = np.empty((len(encodings), self.dimension), dtype=np.float32)
         tokens_by_index: dict[int, FloatMatrix] = {}
-        order = sorted(range(len(encodings)), key=lambda i: len(encodings[i].ids))
+        # Runs group texts of similar length; ties go by the token ids, so which texts share
+        # a run (and with int8, each run's activation scale) depends on the texts alone,
+        # never on the order they came in.
+        order = sorted(
+            range(len(encodings)), key=lambda i: (len(encodings[i].ids), encodings[i].ids)
+        )
         for start in range(0, len(order), self._batch_size):
             chunk = order[start : start + self._batch_size]
             batch_pooled, batch_tokens = self._run_batch([encodings[i] for i in chunk], want_tokens)

@@ -116,7 +116,10 @@ async def stage_extracted(
     return StagedFacts(bank_id, batch.operation_id, ids)
 
 
-_TEXTS = "SELECT fact_id::text, fact->>'text' AS text FROM staged_facts WHERE fact_id = ANY($1)"
+_TEXTS = """
+SELECT fact_id::text, fact->>'text' AS text FROM staged_facts WHERE fact_id = ANY($1)
+ORDER BY fact_id
+"""
 _SET_EMBEDDINGS = """
 UPDATE staged_facts AS s SET embedding = v.embedding, token_vectors = v.token_vectors
 FROM unnest($1::uuid[], $2::vector[], $3::bytea[]) AS v(fact_id, embedding, token_vectors)
@@ -130,8 +133,9 @@ MODEL_BATCH = 128
 
 
 def model_batches(texts: Sequence[str], size: int = MODEL_BATCH) -> list[list[int]]:
-    """Indexes of `texts` per model run, similar lengths together."""
-    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+    """Indexes of `texts` per model run, similar lengths together (ties by text, so the runs
+    do not depend on the order the texts came in)."""
+    order = sorted(range(len(texts)), key=lambda i: (len(texts[i]), texts[i]))
     return [order[start : start + size] for start in range(0, len(order), size)]
 
 

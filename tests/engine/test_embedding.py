@@ -113,6 +113,20 @@ def test_an_int8_vector_moves_little_with_its_batch(minilm: MiniLMEmbedder) -> N
     np.testing.assert_array_equal(minilm.embed(TEXTS[::-1])[::-1], together)
 
 
+def test_int8_vectors_do_not_depend_on_the_order_texts_come_in() -> None:
+    # Six texts of one token length over runs of four: which texts share a run (and so a
+    # quantisation scale) must follow from the texts, not from their order.
+    texts = [
+        f"{name} bought a {thing}." for name in ("Ana", "Ben", "Cy") for thing in ("car", "hat")
+    ]
+    embedder = MiniLMEmbedder(batch_size=4)
+    assert len(set(embedder.token_counts(texts))) == 1
+    forward = embedder.embed(texts)
+    for order in ([5, 4, 3, 2, 1, 0], [2, 5, 0, 3, 1, 4]):
+        shuffled = embedder.embed([texts[i] for i in order])
+        np.testing.assert_array_equal(shuffled[np.argsort(order)], forward)
+
+
 def test_batch_equals_one_by_one() -> None:
     # batch_size 3 over 10 texts of mixed lengths: several padded runs, sorted then restored.
     embedder = MiniLMEmbedder(quantised=False, batch_size=3)
