@@ -27,8 +27,8 @@ from engine.types import ItemContext
 VARIANTS: Final = (
     # name, quantised, texts per model run
     ("minilm-fp32, batched (before)", False, DEFAULT_BATCH_SIZE),
-    ("minilm int8, one text per run (default)", True, 1),
-    ("minilm int8, batched", True, DEFAULT_BATCH_SIZE),
+    ("minilm int8, one text per run", True, 1),
+    ("minilm int8, batched (default)", True, DEFAULT_BATCH_SIZE),
 )
 
 
