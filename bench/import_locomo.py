@@ -224,7 +224,7 @@ async def import_and_collect(
     settings: Settings, embedder: Embedder, content: str, config: dict[str, bool], out: Any
 ) -> tuple[dict[str, Any], float, list[str]]:
     """Import through the app, then read back every stored fact's text."""
-    await migrate(settings.database_url, embedder.dimension)
+    await migrate(settings.database_url, embedder.dimension, embedder.space)
     pool = await create_pool(settings.database_url, max_size=4)
     cpu = ThreadPoolExecutor(CPU_THREADS)
     try:

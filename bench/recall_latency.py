@@ -373,7 +373,7 @@ def _never() -> AbstractAsyncContextManager[Services]:
 
 async def run(args: argparse.Namespace, database_url: str) -> Figures:
     embedder = load_embedder("minilm")
-    await migrate(database_url, embedder.dimension)
+    await migrate(database_url, embedder.dimension, embedder.space)
     pool = await create_pool(database_url, max_size=args.pool)
     cpu = ThreadPoolExecutor(CPU_THREADS, thread_name_prefix="bench-cpu")
     try:

@@ -91,8 +91,11 @@ async def create_pool(dsn: str, *, min_size: int = 1, max_size: int = 10) -> Poo
     return pool
 
 
-async def migrate(dsn: str, embedding_dim: int) -> list[str]:
-    """Apply pending migrations; return the names applied. Safe to run concurrently."""
+async def migrate(dsn: str, embedding_dim: int, embedding_space: str | None = None) -> list[str]:
+    """Apply pending migrations; return the names applied. Safe to run concurrently.
+
+    Also checks that the configured embedding model fits the stored vectors: the dimension
+    always, and its vector space (`Embedder.space`) when given; the first start records both."""
     conn = await asyncpg.connect(dsn)
     applied: list[str] = []
     try:
@@ -115,6 +118,8 @@ async def migrate(dsn: str, embedding_dim: int) -> list[str]:
                 )
                 applied.append(migration.name)
             await _check_embedding_dim(conn, embedding_dim)
+            if embedding_space is not None:
+                await _check_embedding_space(conn, embedding_space)
     finally:
         await conn.close()
     return applied
@@ -140,3 +145,20 @@ async def pending_migrations(conn: Connection) -> list[str]:
     if exists:
         done = {r["version"] for r in await conn.fetch("SELECT version FROM schema_migrations")}
     return [m.name for m in load_migrations() if m.version not in done]
+
+
+async def _check_embedding_space(conn: asyncpg.Connection, space: str) -> None:
+    """Two models of one dimension still make incomparable vectors: a bank filled by one and
+    searched with another would answer with noise, and nothing else would say so. A database
+    from before this check records the space of the first start that checks it."""
+    stored = await conn.fetchval("SELECT value FROM engram_meta WHERE key = 'embedding_space'")
+    if stored is None:
+        await conn.execute(
+            "INSERT INTO engram_meta (key, value) VALUES ('embedding_space', $1)", space
+        )
+    elif stored != space:
+        raise ConfigurationError(
+            f"the database's vectors were made by {stored!r}, but ENGRAM_EMBEDDING_MODEL "
+            f"gives {space!r}, whose vectors cannot be compared with them; set "
+            "ENGRAM_EMBEDDING_MODEL back, or use a new database for the new model"
+        )

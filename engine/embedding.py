@@ -26,6 +26,7 @@ FloatMatrix = NDArray[np.float32]
 MINILM_NAME = "minilm"  # int8 compute (engine/quantise.py), the default
 MINILM_FP32_NAME = "minilm-fp32"  # the shipped graph as it is: fp32 products, int8-rounded weights
 MINILM_DIMENSION = 384
+MINILM_SPACE = "sentence-transformers/all-MiniLM-L6-v2"
 MINILM_TOKENIZER = (
     "data/embeddings/sentence-transformers__all-MiniLM-L6-v2/tokenizer.json"  # in pyduck pkg
 )
@@ -64,6 +65,13 @@ class Embedder(Protocol):
 
     @property
     def dimension(self) -> int: ...
+
+    @property
+    def space(self) -> str:
+        """The vector space its vectors live in: two embedders with the same space can search
+        each other's stored vectors (`minilm` and `minilm-fp32` share one); the database
+        records the space it was filled in (engine/db.py)."""
+        ...
 
     def embed(self, texts: Sequence[str]) -> FloatMatrix:
         """Shape (len(texts), dimension), float32, rows of unit L2 norm."""
@@ -111,6 +119,7 @@ class OnnxSentenceEmbedder:
         dimension: int,
         name: str,
         *,
+        space: str | None = None,
         max_tokens: int = DEFAULT_MAX_TOKENS,
         batch_size: int = DEFAULT_BATCH_SIZE,
         intra_op_threads: int = DEFAULT_INTRA_OP_THREADS,
@@ -126,6 +135,8 @@ class OnnxSentenceEmbedder:
             )
         self.name = name
         self.dimension = dimension
+        # Without a known family, the model file's name stands for its space.
+        self.space = space or f"onnx:{model_path.name}:{dimension}"
         self.model_path = model_path
         self._batch_size = batch_size
         self._tokenizer = Tokenizer.from_file(str(tokenizer_path))
@@ -238,13 +249,13 @@ class MiniLMEmbedder(OnnxSentenceEmbedder):
     with --no-deps: its own dependencies are unwanted).
 
     By default the graph runs with int8 products, derived once from the shipped one and cached
-    in `model_dir` (engine/quantise.py): 1.5x the texts per second, vectors at cosine 0.99
+    in `model_dir` (engine/quantise.py): 1.5-2.2x the texts per second, vectors at cosine 0.99
     with the fp32 products' (`bench/embedding_speed.py`), and the same LoCoMo recall. Its
     activations are quantised with one scale per model run, so a text's vector moves a little
     with the texts it is batched with (cosine 0.98-0.99 between a sentence alone and in a batch):
-    one text per run would make it exact but costs what int8 gains (measured: 180 texts/s
-    against 174 for fp32 batched and 266 for int8 batched). `quantised=False` runs the shipped
-    graph as it is.
+    one text per run would make it exact but gives up much of what int8 gains (texts/s for
+    fp32 batched / int8 alone / int8 batched: 174 / 180 / 266 on a shared host, 239 / 393 /
+    520 on a quiet one). `quantised=False` runs the shipped graph as it is.
     """
 
     def __init__(
@@ -269,6 +280,7 @@ class MiniLMEmbedder(OnnxSentenceEmbedder):
                 tokenizer_path,
                 MINILM_DIMENSION,
                 MINILM_NAME if quantised else MINILM_FP32_NAME,
+                space=MINILM_SPACE,
                 batch_size=batch_size,
                 intra_op_threads=intra_op_threads,
             )

@@ -37,7 +37,7 @@ class Services:
 @asynccontextmanager
 async def open_services(settings: Settings) -> AsyncIterator[Services]:
     embedder = load_embedder(settings.embedding_model, settings.model_dir)
-    await migrate(settings.database_url, embedder.dimension)
+    await migrate(settings.database_url, embedder.dimension, embedder.space)
     pool = await create_pool(settings.database_url, max_size=settings.db_pool_max)
     cpu = ThreadPoolExecutor(CPU_THREADS, thread_name_prefix="engram-cpu")
     try:

@@ -68,7 +68,7 @@ async def database_url(
 ) -> str:
     name = "t_" + re.sub(r"[^a-z0-9]+", "_", request.module.__name__.lower())[-50:]
     dsn = postgres.create_database(name)
-    await migrate(dsn, embedder.dimension)
+    await migrate(dsn, embedder.dimension, embedder.space)
     return dsn
 
 

@@ -137,7 +137,7 @@ async def open_worker_services(
     settings: Settings, embedder: Embedder | None = None
 ) -> AsyncIterator[WorkerServices]:
     embedder = embedder or load_embedder(settings.embedding_model, settings.model_dir)
-    await migrate(settings.database_url, embedder.dimension)
+    await migrate(settings.database_url, embedder.dimension, embedder.space)
     pool = await create_pool(settings.database_url, max_size=settings.db_pool_max)
     cpu = ThreadPoolExecutor(CPU_THREADS, thread_name_prefix="engram-cpu")
     llm = LLMClient(settings.llm) if settings.llm.configured else None

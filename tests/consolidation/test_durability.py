@@ -52,6 +52,10 @@ class FailsOnce:
     def dimension(self) -> int:
         return self._real.dimension
 
+    @property
+    def space(self) -> str:
+        return self._real.space
+
     def embed(self, texts: Sequence[str]) -> FloatMatrix:
         return self._real.embed(texts)
 

@@ -193,6 +193,13 @@ def test_onnx_spec_loads_a_model_from_paths(minilm_fp32: MiniLMEmbedder) -> None
     np.testing.assert_allclose(embedder.embed(TEXTS), minilm_fp32.embed(TEXTS), atol=1e-6)
 
 
+def test_both_minilm_graphs_share_one_vector_space(minilm_fp32: MiniLMEmbedder) -> None:
+    # One database serves either: their vectors are compared with each other.
+    assert load_embedder("minilm").space == minilm_fp32.space
+    other = load_embedder(f"onnx:{MODEL_PATH}:{TOKENIZER_PATH}:384")
+    assert other.space == "onnx:model.onnx:384" != minilm_fp32.space
+
+
 def test_onnx_spec_with_wrong_dimension_is_rejected() -> None:
     with pytest.raises(ConfigurationError, match="produces 384 dimensions"):
         load_embedder(f"onnx:{MODEL_PATH}:{TOKENIZER_PATH}:768")

@@ -43,6 +43,14 @@ async def test_a_model_of_another_dimension_is_refused(fresh_dsn: str) -> None:
         await migrate(fresh_dsn, 768)
 
 
+async def test_a_model_of_another_vector_space_is_refused(fresh_dsn: str) -> None:
+    await migrate(fresh_dsn, 384)  # before the space was recorded: the first check records it
+    await migrate(fresh_dsn, 384, "sentence-transformers/all-MiniLM-L6-v2")
+    await migrate(fresh_dsn, 384, "sentence-transformers/all-MiniLM-L6-v2")
+    with pytest.raises(ConfigurationError, match=r"all-MiniLM-L6-v2.*'onnx:bge-small.onnx:384'"):
+        await migrate(fresh_dsn, 384, "onnx:bge-small.onnx:384")
+
+
 async def test_the_vector_column_follows_the_configured_model(fresh_dsn: str) -> None:
     await migrate(fresh_dsn, 16)
     conn = await asyncpg.connect(fresh_dsn)

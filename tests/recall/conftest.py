@@ -32,7 +32,7 @@ async def _retain(client: httpx.AsyncClient, bank: str, items: list[dict[str, An
 async def recall_pool(postgres: EmbeddedPostgres, embedder: Embedder) -> AsyncIterator[Pool]:
     """A database of its own, so every recall test module reads the same retained banks."""
     dsn = postgres.create_database("t_recall_corpus")
-    await migrate(dsn, embedder.dimension)
+    await migrate(dsn, embedder.dimension, embedder.space)
     pool = await create_pool(dsn, max_size=8)
     yield pool
     await pool.close()
