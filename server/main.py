@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import sys
 from collections.abc import AsyncIterator
@@ -9,6 +10,8 @@ from contextlib import asynccontextmanager
 
 import uvicorn
 
+from engine.db import migrate
+from engine.embedding import embedder_identity
 from engine.errors import ConfigurationError
 from engine.settings import Settings
 from server.app import create_app
@@ -24,6 +27,13 @@ def main() -> int:
         return 2
     if not settings.database_url:
         print("engram server: ENGRAM_DATABASE_URL is not set", file=sys.stderr)
+        return 2
+    # The database must fit the configured model before uvicorn starts: a refusal raised in
+    # the app's lifespan would reach the terminal as uvicorn's traceback, not as one line.
+    try:
+        asyncio.run(migrate(settings.database_url, *embedder_identity(settings.embedding_model)))
+    except ConfigurationError as exc:
+        print(f"engram server: {exc}", file=sys.stderr)
         return 2
 
     @asynccontextmanager

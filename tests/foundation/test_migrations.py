@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
+import sys
 import uuid
+from pathlib import Path
 
 import asyncpg
 import pytest
+from support.serve import free_port
 
 from engine.db import load_migrations, migrate
 from engine.errors import ConfigurationError
@@ -49,6 +54,32 @@ async def test_a_model_of_another_vector_space_is_refused(fresh_dsn: str) -> Non
     await migrate(fresh_dsn, 384, "sentence-transformers/all-MiniLM-L6-v2")
     with pytest.raises(ConfigurationError, match=r"all-MiniLM-L6-v2.*'onnx:bge-small.onnx:384'"):
         await migrate(fresh_dsn, 384, "onnx:bge-small.onnx:384")
+
+
+async def test_the_server_refuses_a_database_of_another_model_in_one_line(fresh_dsn: str) -> None:
+    await migrate(fresh_dsn, 384, "onnx:another.onnx:384")
+    env = {
+        **os.environ,
+        "ENGRAM_DATABASE_URL": fresh_dsn,
+        "ENGRAM_API_PORT": str(free_port()),
+        "ENGRAM_EMBEDDING_MODEL": "minilm",
+    }
+    done = await asyncio.to_thread(
+        subprocess.run,
+        [sys.executable, "-m", "server"],
+        env=env,
+        cwd=Path(__file__).parents[2],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr
+    assert (
+        done.stderr.strip()
+        .splitlines()[-1]
+        .startswith("engram server: the database's vectors were made by 'onnx:another.onnx:384'")
+    )
 
 
 async def test_the_vector_column_follows_the_configured_model(fresh_dsn: str) -> None:
