@@ -161,7 +161,7 @@ class ImportWorkflow:
         await self._stop_writer(writer)
         await workflow.execute_activity_method(
             ImportActivities.finish_import,
-            ImportFinish(request.operation_id),
+            ImportFinish(request.operation_id, self._facts_added + self._facts_removed),
             start_to_close_timeout=policies.DATABASE.start_to_close,
             retry_policy=policies.DATABASE.retry,
             heartbeat_timeout=policies.DATABASE.heartbeat,

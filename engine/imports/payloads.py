@@ -83,6 +83,7 @@ class DocumentProgress:
 @dataclass(frozen=True)
 class ImportFinish:
     operation_id: str
+    facts_changed: int = 0  # added + removed over the whole import
 
 
 @dataclass(frozen=True)
