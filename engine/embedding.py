@@ -290,40 +290,18 @@ def _onnx_space(model_path: Path, dimension: int) -> str:
     return f"onnx:{model_path.name}:{dimension}"
 
 
-def _onnx_spec(name: str) -> tuple[Path, Path, int] | None:
-    parts = name[len(ONNX_PREFIX) :].rsplit(":", 2) if name.startswith(ONNX_PREFIX) else []
-    if len(parts) == 3 and parts[2].isdigit():
-        return Path(parts[0]), Path(parts[1]), int(parts[2])
-    return None
-
-
-def _unknown(name: str) -> ConfigurationError:
-    return ConfigurationError(f"unknown embedding model {name!r}; known: {', '.join(KNOWN_NAMES)}")
-
-
-def embedder_identity(name: str) -> tuple[int, str]:
-    """The dimension and vector space `load_embedder(name)` gives, without loading a model:
-    enough to check a database before a process starts serving."""
-    if name in (MINILM_NAME, MINILM_FP32_NAME):
-        return MINILM_DIMENSION, MINILM_SPACE
-    spec = _onnx_spec(name)
-    if spec is None:
-        raise _unknown(name)
-    model, _, dimension = spec
-    return dimension, _onnx_space(model, dimension)
-
-
 def load_embedder(name: str, model_dir: Path | None = None) -> Embedder:
     """Build the embedder a setting names: `minilm` (int8, its graph cached in `model_dir`),
     `minilm-fp32`, or `onnx:<model.onnx>:<tokenizer.json>:<dimension>` for any mean-pooled
     ONNX encoder (paths may not contain ':' except in the model path)."""
     if name in (MINILM_NAME, MINILM_FP32_NAME):
         return MiniLMEmbedder(quantised=name == MINILM_NAME, model_dir=model_dir)
-    spec = _onnx_spec(name)
-    if spec is None:
-        raise _unknown(name)
-    model, tokenizer, dimension = spec
-    return OnnxSentenceEmbedder(model, tokenizer, dimension, name)
+    if name.startswith(ONNX_PREFIX):
+        parts = name[len(ONNX_PREFIX) :].rsplit(":", 2)
+        if len(parts) == 3 and parts[2].isdigit():
+            model, tokenizer, dimension = parts
+            return OnnxSentenceEmbedder(Path(model), Path(tokenizer), int(dimension), name)
+    raise ConfigurationError(f"unknown embedding model {name!r}; known: {', '.join(KNOWN_NAMES)}")
 
 
 if __name__ == "__main__":

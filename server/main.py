@@ -10,8 +10,6 @@ from contextlib import asynccontextmanager
 
 import uvicorn
 
-from engine.db import migrate
-from engine.embedding import embedder_identity
 from engine.errors import ConfigurationError
 from engine.settings import Settings
 from server.app import create_app
@@ -28,31 +26,31 @@ def main() -> int:
     if not settings.database_url:
         print("engram server: ENGRAM_DATABASE_URL is not set", file=sys.stderr)
         return 2
-    # The database must fit the configured model before uvicorn starts: a refusal raised in
-    # the app's lifespan would reach the terminal as uvicorn's traceback, not as one line.
     try:
-        asyncio.run(migrate(settings.database_url, *embedder_identity(settings.embedding_model)))
+        return asyncio.run(_serve(settings))
     except ConfigurationError as exc:
         print(f"engram server: {exc}", file=sys.stderr)
         return 2
 
-    @asynccontextmanager
-    async def services() -> AsyncIterator[Services]:
-        async with open_services(settings) as opened:
+
+async def _serve(settings: Settings) -> int:
+    """Services first, then the port: whatever the configuration gets wrong (the model, its
+    directory, a database filled by another model) surfaces as a ConfigurationError before
+    uvicorn starts, and main() prints it as one line. Opened in the app's lifespan instead, it
+    would reach the terminal as uvicorn's startup traceback."""
+    async with open_services(settings) as opened:
+
+        @asynccontextmanager
+        async def services() -> AsyncIterator[Services]:
             yield opened
 
-    app = create_app(services)
-    config = uvicorn.Config(
-        app,
-        host=settings.api_host,
-        port=settings.api_port,
-        log_level="warning",
-        lifespan="on",
-    )
-    server = uvicorn.Server(config)
-    try:
-        server.run()
-    except ConfigurationError as exc:
-        print(f"engram server: {exc}", file=sys.stderr)
-        return 2
-    return 0 if server.started else 1
+        config = uvicorn.Config(
+            create_app(services),
+            host=settings.api_host,
+            port=settings.api_port,
+            log_level="warning",
+            lifespan="on",
+        )
+        server = uvicorn.Server(config)
+        await server.serve()
+        return 0 if server.started else 1

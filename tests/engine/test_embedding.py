@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from tokenizers import Tokenizer
 
-from engine.embedding import MINILM_TOKENIZER, MiniLMEmbedder, embedder_identity, load_embedder
+from engine.embedding import MINILM_TOKENIZER, MiniLMEmbedder, load_embedder
 from engine.errors import ConfigurationError
 from engine.quantise import quantised_graph
 
@@ -198,14 +198,6 @@ def test_both_minilm_graphs_share_one_vector_space(minilm_fp32: MiniLMEmbedder) 
     assert load_embedder("minilm").space == minilm_fp32.space
     other = load_embedder(f"onnx:{MODEL_PATH}:{TOKENIZER_PATH}:384")
     assert other.space == "onnx:model.onnx:384" != minilm_fp32.space
-
-
-def test_identity_without_loading_matches_the_loaded_model(minilm_fp32: MiniLMEmbedder) -> None:
-    for name in ("minilm", "minilm-fp32", f"onnx:{MODEL_PATH}:{TOKENIZER_PATH}:384"):
-        loaded = minilm_fp32 if name == "minilm-fp32" else load_embedder(name)
-        assert embedder_identity(name) == (loaded.dimension, loaded.space)
-    with pytest.raises(ConfigurationError, match="unknown embedding model"):
-        embedder_identity("word2vec")
 
 
 def test_onnx_spec_with_wrong_dimension_is_rejected() -> None:

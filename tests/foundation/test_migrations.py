@@ -56,13 +56,22 @@ async def test_a_model_of_another_vector_space_is_refused(fresh_dsn: str) -> Non
         await migrate(fresh_dsn, 384, "onnx:bge-small.onnx:384")
 
 
-async def test_the_server_refuses_a_database_of_another_model_in_one_line(fresh_dsn: str) -> None:
+@pytest.mark.parametrize(
+    ("model", "message"),
+    [
+        ("minilm", "the database's vectors were made by 'onnx:another.onnx:384'"),
+        ("word2vec", "unknown embedding model 'word2vec'"),
+    ],
+)
+async def test_the_server_refuses_a_model_that_does_not_fit_in_one_line(
+    fresh_dsn: str, model: str, message: str
+) -> None:
     await migrate(fresh_dsn, 384, "onnx:another.onnx:384")
     env = {
         **os.environ,
         "ENGRAM_DATABASE_URL": fresh_dsn,
         "ENGRAM_API_PORT": str(free_port()),
-        "ENGRAM_EMBEDDING_MODEL": "minilm",
+        "ENGRAM_EMBEDDING_MODEL": model,
     }
     done = await asyncio.to_thread(
         subprocess.run,
@@ -75,11 +84,7 @@ async def test_the_server_refuses_a_database_of_another_model_in_one_line(fresh_
     )
     assert done.returncode == 2
     assert "Traceback" not in done.stderr
-    assert (
-        done.stderr.strip()
-        .splitlines()[-1]
-        .startswith("engram server: the database's vectors were made by 'onnx:another.onnx:384'")
-    )
+    assert done.stderr.strip().splitlines()[-1].startswith(f"engram server: {message}")
 
 
 async def test_the_vector_column_follows_the_configured_model(fresh_dsn: str) -> None:
