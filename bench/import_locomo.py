@@ -18,6 +18,10 @@ minutes, whenever it falls) nor the consolidation requested after the import com
 the measured work; `--observations` keeps the bank's default (on).
 
     .venv/bin/python -m bench.import_locomo [--data PATH] [--json out.json] [--observations]
+                                            [--pg-stats] [--home DIR]
+
+`--pg-stats` loads pg_stat_statements into the embedded PostgreSQL and prints the statements
+that took the most execution time during the import; `--home` keeps the databases afterwards.
 
 Targets (issue 5): at least 100 turns/s, and at most 1.25x the embedding-only time.
 """
@@ -41,6 +45,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Final
 
+import asyncpg
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 from temporalio.client import Client
@@ -86,6 +91,44 @@ class CpuSeconds:
 
 
 @dataclass(frozen=True)
+class Statement:
+    """One statement's share of PostgreSQL's execution time during the import."""
+
+    seconds: float  # execution time, which includes waiting for a CPU
+    calls: int
+    rows: int
+    query: str
+
+
+# pg_stat_statements is loaded only with --pg-stats: it costs a little on every statement.
+PG_STATS_OPTIONS: Final = ("shared_preload_libraries=pg_stat_statements",)
+PG_STATS_TOP: Final = 12
+
+
+async def reset_statements(dsn: str) -> None:
+    conn = await asyncpg.connect(dsn)
+    try:
+        await conn.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+        await conn.execute("SELECT pg_stat_statements_reset()")
+    finally:
+        await conn.close()
+
+
+async def top_statements(dsn: str) -> list[Statement]:
+    conn = await asyncpg.connect(dsn)
+    try:
+        rows = await conn.fetch(
+            "SELECT total_exec_time / 1000 AS seconds, calls, rows,"
+            " regexp_replace(query, '\\s+', ' ', 'g') AS query"
+            " FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT $1",
+            PG_STATS_TOP,
+        )
+    finally:
+        await conn.close()
+    return [Statement(r["seconds"], r["calls"], r["rows"], r["query"]) for r in rows]
+
+
+@dataclass(frozen=True)
 class Report:
     links: bool
     observations: bool
@@ -99,6 +142,7 @@ class Report:
     cpu: CpuSeconds
     embedding_only_cpu_s: float
     activities: list[ActivityTime]
+    statements: list[Statement]  # with --pg-stats
 
 
 def free_port() -> int:
@@ -249,9 +293,13 @@ async def import_and_collect(
         await pool.close()
 
 
-def bench(data: Path, home: Path, links: bool, observations: bool, out: Any) -> Report:
+def bench(
+    data: Path, home: Path, links: bool, observations: bool, pg_stats: bool, out: Any
+) -> Report:
     content = data.read_text(encoding="utf-8")
-    postgres = EmbeddedPostgres(home / "postgres", home / "postgres.log")
+    postgres = EmbeddedPostgres(
+        home / "postgres", home / "postgres.log", PG_STATS_OPTIONS if pg_stats else ()
+    )
     temporal = TemporalDevServer(
         home / "temporal.db", home / "temporal.log", free_port(), free_port(), ui=False
     )
@@ -286,6 +334,8 @@ def bench(data: Path, home: Path, links: bool, observations: bool, out: Any) -> 
             config["enable_observations"] = False
         assert postgres.process is not None and temporal.process is not None
         pids = {"postgres": postgres.process.pid, "temporal": temporal.process.pid}
+        if pg_stats:
+            asyncio.run(reset_statements(postgres.dsn))
         out.write(f"importing {data} (worker log: {home / 'worker.log'})\n")
         before = {name: tree_cpu(pid) for name, pid in {**pids, "worker": worker.pid}.items()}
         own = _own_cpu()
@@ -296,6 +346,7 @@ def bench(data: Path, home: Path, links: bool, observations: bool, out: Any) -> 
         if status["status"] != "completed":
             raise SystemExit(f"the import ended {status['status']}: {status['error']}")
         activities = scrape_activity_times(metrics_port)
+        statements = asyncio.run(top_statements(postgres.dsn)) if pg_stats else []
         after = {name: tree_cpu(pid) for name, pid in {**pids, "worker": worker.pid}.items()}
         cpu = CpuSeconds(
             worker=after["worker"] - before["worker"],
@@ -321,6 +372,7 @@ def bench(data: Path, home: Path, links: bool, observations: bool, out: Any) -> 
             cpu=cpu,
             embedding_only_cpu_s=embedding_cpu,
             activities=activities,
+            statements=statements,
         )
     finally:
         if worker is not None and worker.poll() is None:
@@ -355,6 +407,10 @@ def print_report(report: Report, out: Any) -> None:
     for a in report.activities:
         mean = a.seconds / a.attempts if a.attempts else 0.0
         out.write(f"  {a.activity:<26} {a.seconds:8.1f} s  {a.attempts:6,} x  {mean:7.3f} s\n")
+    if report.statements:
+        out.write("\nPostgreSQL statements by execution time (pg_stat_statements):\n")
+    for s in report.statements:
+        out.write(f"  {s.seconds:7.2f} s  {s.calls:7,} x  {s.rows:8,} rows  {s.query[:90]}\n")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -372,13 +428,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="leave observations on: consolidation may then run during the import",
     )
+    parser.add_argument(
+        "--pg-stats",
+        action="store_true",
+        help="load pg_stat_statements and print the statements that took the most time",
+    )
     args = parser.parse_args(argv)
     if not args.data.exists():
         print(f"bench: {args.data}: no such file", file=sys.stderr)
         return 2
     with tempfile.TemporaryDirectory(prefix="engram-bench-") as scratch:
         home = args.home or Path(scratch)
-        report = bench(args.data, home, not args.no_links, args.observations, sys.stdout)
+        report = bench(
+            args.data, home, not args.no_links, args.observations, args.pg_stats, sys.stdout
+        )
     print_report(report, sys.stdout)
     if args.json:
         args.json.write_text(json.dumps(asdict(report), indent=2))

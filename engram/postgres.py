@@ -14,6 +14,7 @@ import pwd
 import subprocess
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 SYSTEM_USER = "embedded_postgres"
@@ -92,9 +93,10 @@ def _chown(path: Path, user: str) -> None:
 class EmbeddedPostgres:
     """One PostgreSQL cluster under `data_dir`, listening only on a Unix socket."""
 
-    def __init__(self, data_dir: Path, log_path: Path) -> None:
+    def __init__(self, data_dir: Path, log_path: Path, options: Sequence[str] = ()) -> None:
         self.data_dir = data_dir.absolute()
         self.log_path = log_path
+        self.options = tuple(options)  # `name=value` server settings beyond SERVER_OPTIONS
         self.bin_dir = _binaries()
         self.user = SYSTEM_USER if _run_as_root() else None
         self.socket_dir = self._choose_socket_dir()
@@ -174,7 +176,7 @@ class EmbeddedPostgres:
             )
         args = [str(self.bin_dir / "postgres"), "-D", str(self.data_dir)]
         args += ["-k", str(self.socket_dir)]
-        for option in SERVER_OPTIONS:
+        for option in (*SERVER_OPTIONS, *self.options):
             args += ["-c", option]
         log = self.log_path.open("ab")
         try:
