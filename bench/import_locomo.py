@@ -59,7 +59,7 @@ from engram.temporal_server import TemporalDevServer
 from server.app import create_app
 from server.services import Services
 from worker.main import CPU_THREADS
-from workflows.converter import DATA_CONVERTER
+from workflows.converter import converter_for
 
 DEFAULT_DATA: Final = Path("../shared/data/locomo/locomo10.json")
 TARGET_TURNS_PER_S: Final = 100.0
@@ -273,7 +273,7 @@ async def import_and_collect(
     cpu = ThreadPoolExecutor(CPU_THREADS)
     try:
         temporal = await Client.connect(
-            settings.resolved_temporal_address, data_converter=DATA_CONVERTER
+            settings.resolved_temporal_address, data_converter=converter_for(settings)
         )
         app = create_app(_unused)
         app.state.services = Services(settings, pool, temporal, embedder, cpu)

@@ -49,6 +49,60 @@ class LLMSettings:
         return bool(self.api_key)
 
 
+LOOPBACK_HOSTS = ("127.0.0.1", "::1", "localhost")
+# Request bodies above this are refused with 413 before they are read. Imports are the
+# largest bodies (a whole chat export as JSON); per-field limits live in engine/limits.py.
+DEFAULT_MAX_BODY_BYTES = 64 * 2**20
+
+
+def _list(env: Mapping[str, str], name: str) -> tuple[str, ...]:
+    return tuple(part.strip() for part in env.get(name, "").split(",") if part.strip())
+
+
+@dataclass(frozen=True)
+class SecuritySettings:
+    """Who may call the API and how much (docs/security.md).
+
+    `auth`: "keys" requires an API key on every route but health and version; "off" never
+    does; "" (the default) is open only while the API is bound to loopback and no key exists.
+    """
+
+    auth: str = ""
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    # Requests a minute per key, unless the key has its own (`engram keys create --rate-limit`).
+    rate_limit_per_minute: int = 600
+    cors_origins: tuple[str, ...] = ()
+    allowed_hosts: tuple[str, ...] = ()  # empty: any Host header
+    audit_retention_days: int = 90
+    # ENGRAM_PAYLOAD_KEY (base64, 32 bytes); empty: `payload.key` in ENGRAM_HOME, made on first use.
+    payload_key: str = ""
+    payload_previous_keys: tuple[str, ...] = ()  # still decrypt, during a key rotation
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> SecuritySettings:
+        auth = env.get("ENGRAM_AUTH", "")
+        if auth not in ("", "keys", "off"):
+            raise ConfigurationError(f"ENGRAM_AUTH must be keys or off, got {auth!r}")
+        settings = cls(
+            auth=auth,
+            max_body_bytes=_int(env, "ENGRAM_MAX_BODY_BYTES", DEFAULT_MAX_BODY_BYTES),
+            rate_limit_per_minute=_int(env, "ENGRAM_RATE_LIMIT_PER_MINUTE", 600),
+            cors_origins=_list(env, "ENGRAM_CORS_ORIGINS"),
+            allowed_hosts=_list(env, "ENGRAM_ALLOWED_HOSTS"),
+            audit_retention_days=_int(env, "ENGRAM_AUDIT_RETENTION_DAYS", 90),
+            payload_key=env.get("ENGRAM_PAYLOAD_KEY", ""),
+            payload_previous_keys=_list(env, "ENGRAM_PAYLOAD_PREVIOUS_KEYS"),
+        )
+        for name, value in (
+            ("ENGRAM_MAX_BODY_BYTES", settings.max_body_bytes),
+            ("ENGRAM_RATE_LIMIT_PER_MINUTE", settings.rate_limit_per_minute),
+            ("ENGRAM_AUDIT_RETENTION_DAYS", settings.audit_retention_days),
+        ):
+            if value <= 0:
+                raise ConfigurationError(f"{name} must be positive, got {value}")
+        return settings
+
+
 @dataclass(frozen=True)
 class Settings:
     home: Path
@@ -74,6 +128,11 @@ class Settings:
     recall_mmr_lambda: float = 0.6
     # Token vectors of recently reranked facts kept in memory (engine/recall/token_cache.py).
     recall_token_cache_mb: int = 256
+    security: SecuritySettings = field(default_factory=SecuritySettings)
+
+    @property
+    def loopback(self) -> bool:
+        return self.api_host in LOOPBACK_HOSTS
 
     @property
     def default_extraction_mode(self) -> str:
@@ -130,4 +189,5 @@ class Settings:
             recall_reranker=env.get("ENGRAM_RERANKER", "maxsim"),
             recall_mmr_lambda=_float(env, "ENGRAM_RECALL_MMR_LAMBDA", 0.6),
             recall_token_cache_mb=_int(env, "ENGRAM_RECALL_TOKEN_CACHE_MB", 256),
+            security=SecuritySettings.from_env(env),
         )

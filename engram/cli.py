@@ -18,6 +18,7 @@ from typing import Any, TextIO
 from engine.errors import ConfigurationError
 from engine.settings import Settings
 from engram.cli_import import cmd_export, cmd_import
+from engram.cli_keys import KeysError, add_keys_parser, cmd_keys
 from engram.cli_support import UsageError, bank, day, read_stdin, read_text, table
 from engram.client import DEFAULT_URL, ApiError, EngramClient
 from engram.supervisor import run_stack
@@ -226,6 +227,7 @@ def build_parser() -> argparse.ArgumentParser:
         [banked],
     )
     entities.add_argument("--limit", type=int, default=50)
+    add_keys_parser(commands, _command)
     return parser
 
 
@@ -422,9 +424,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"engram: {exc}", file=sys.stderr)
             return 2
         return run_stack(settings)
+    if args.command == "keys":
+        return _keys_main(args)
     url = args.url or os.environ.get("ENGRAM_URL") or DEFAULT_URL
     try:
-        with EngramClient(url) as client:
+        with EngramClient(url, api_key=os.environ.get("ENGRAM_API_KEY")) as client:
             return COMMANDS[args.command](client, args, sys.stdout)
     except UsageError as exc:
         print(f"engram: {exc}", file=sys.stderr)
@@ -434,6 +438,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except BrokenPipeError:
         return 0  # `engram export | head`: the reader had enough
+
+
+def _keys_main(args: argparse.Namespace) -> int:
+    try:
+        return cmd_keys(Settings.from_env(), args, sys.stdout)
+    except (ConfigurationError, UsageError) as exc:
+        print(f"engram: {exc}", file=sys.stderr)
+        return 2
+    except KeysError as exc:
+        print(f"engram: {exc}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -4,6 +4,10 @@ We drive `initdb` and `postgres` ourselves instead of the wheel's `get_server()`
 needs PostgreSQL as a foreground child it can watch and stop, not a daemon shared by handles.
 When run as root, PostgreSQL refuses to start, so it runs as the OS user the wheel creates, and
 every parent directory of its data must be traversable by that user.
+
+Only Engram's user (and that database user) can reach it: the socket is 0700, files are created
+under umask 077, and connections authenticate with scram-sha-256 and a generated password kept
+0600 beside the data directory (docs/security.md).
 """
 
 from __future__ import annotations
@@ -11,11 +15,15 @@ from __future__ import annotations
 import importlib.util
 import os
 import pwd
+import secrets
 import subprocess
 import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from urllib.parse import quote
+
+from engram.private import OWNER_ONLY_UMASK, open_private_log
 
 SYSTEM_USER = "embedded_postgres"
 DATABASE = "engram"
@@ -45,7 +53,11 @@ SERVER_OPTIONS = (
     "max_connections=200",
     "fsync=on",
     "logging_collector=off",
+    "unix_socket_permissions=0700",
 )
+PASSWORD_FILE = "postgres.password"
+# Every local connection authenticates; there are no TCP listeners (listen_addresses is empty).
+HBA = "# Written by Engram (engram/postgres.py).\nlocal all all scram-sha-256\n"
 
 
 class EmbeddedPostgresError(RuntimeError):
@@ -109,16 +121,32 @@ class EmbeddedPostgres:
         return Path(tempfile.gettempdir()) / f"engram-pg-{abs(hash(str(self.data_dir))):x}"
 
     @property
+    def password_file(self) -> Path:
+        return self.data_dir.parent / PASSWORD_FILE
+
+    @property
     def dsn(self) -> str:
-        return f"postgresql://postgres@/{DATABASE}?host={self.socket_dir}"
+        return self.admin_dsn(DATABASE)
 
     def admin_dsn(self, database: str = "postgres") -> str:
-        return f"postgresql://postgres@/{database}?host={self.socket_dir}"
+        password = quote(self._password(), safe="")
+        return f"postgresql://postgres:{password}@/{database}?host={self.socket_dir}"
+
+    def _password(self) -> str:
+        """The generated password, made (0600) on first use."""
+        path = self.password_file
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "w") as handle:
+                handle.write(secrets.token_urlsafe(24) + "\n")
+        return path.read_text().strip()
 
     def _prepare(self) -> None:
         self.data_dir.parent.mkdir(parents=True, exist_ok=True)
         self.data_dir.mkdir(exist_ok=True)
         self.socket_dir.mkdir(parents=True, exist_ok=True)
+        self.socket_dir.chmod(0o700)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         if self.user is not None:
             ensure_user_exists(self.user)
@@ -178,11 +206,12 @@ class EmbeddedPostgres:
         args += ["-k", str(self.socket_dir)]
         for option in (*SERVER_OPTIONS, *self.options):
             args += ["-c", option]
-        log = self.log_path.open("ab")
+        log = open_private_log(self.log_path)
         try:
             self.process = subprocess.Popen(
                 args,
                 user=self.user,
+                umask=OWNER_ONLY_UMASK,
                 stdout=log,
                 stderr=log,
                 stdin=subprocess.DEVNULL,
@@ -191,11 +220,29 @@ class EmbeddedPostgres:
         finally:
             log.close()
         self._wait_ready()
+        self._require_passwords()
         self._ensure_database()
 
+    def _require_passwords(self) -> None:
+        """Set the password and switch local connections from initdb's `trust` to scram; a
+        cluster made before this (trust) is converted on its next start. Until the reload,
+        only the socket's owner can connect."""
+        hba = self.data_dir / "pg_hba.conf"
+        if hba.read_text() == HBA:
+            return
+        password = self._password().replace("'", "''")
+        self._psql(f"ALTER ROLE postgres PASSWORD '{password}'")
+        hba.write_text(HBA)
+        self._psql("SELECT pg_reload_conf()")
+
     def _psql(self, sql: str, database: str = "postgres") -> str:
+        dsn = f"postgresql://postgres@/{database}?host={self.socket_dir}"
         result = subprocess.run(
-            [str(self.bin_dir / "psql"), "-XAtq", "-d", self.admin_dsn(database), "-c", sql],
+            # The password and the SQL travel by environment and stdin, never in argv (which
+            # every local user can read from /proc).
+            [str(self.bin_dir / "psql"), "-XAtq", "-v", "ON_ERROR_STOP=1", "-d", dsn],
+            input=sql,
+            env={**os.environ, "PGPASSWORD": self._password(), "PGCONNECT_TIMEOUT": "10"},
             capture_output=True,
             text=True,
             check=False,

@@ -20,9 +20,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 
+from engine.errors import ConfigurationError
 from engine.settings import Settings
 from engram.postgres import EmbeddedPostgres, EmbeddedPostgresError
+from engram.private import private_dir
 from engram.temporal_server import TemporalDevServer, TemporalServerError, port_open
+from workflows.converter import load_payload_key
 
 READY_TIMEOUT_S = 120.0
 POLL_S = 0.5
@@ -114,7 +117,10 @@ class Stack:
 
     def start(self) -> None:
         settings = self.settings
-        settings.home.mkdir(parents=True, exist_ok=True)
+        private_dir(settings.home)
+        private_dir(self.logs)
+        # Made here, before the server and the worker race to make it.
+        load_payload_key(settings)
         taken = taken_ports(settings)
         if taken:
             raise StackError(f"already in use: {', '.join(taken)}")
@@ -195,7 +201,7 @@ def run_stack(settings: Settings, out: Callable[[str], None] = print) -> int:
         stack.watch(lambda: bool(requested))
         out("Stopping Engram...")
         return 0
-    except (StackError, EmbeddedPostgresError, TemporalServerError) as exc:
+    except (StackError, EmbeddedPostgresError, TemporalServerError, ConfigurationError) as exc:
         print(f"engram: {exc}", file=sys.stderr)
         return 1
     finally:

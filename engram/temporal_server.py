@@ -10,6 +10,8 @@ import sysconfig
 import time
 from pathlib import Path
 
+from engram.private import OWNER_ONLY_UMASK, open_private_log
+
 START_TIMEOUT_S = 60.0
 # Activity retries shorter than 1 s otherwise take ~1 s on the dev server.
 DYNAMIC_CONFIG = ('history.timerProcessorMaxTimeShift="100ms"',)
@@ -79,10 +81,13 @@ class TemporalDevServer:
     def start(self) -> None:
         self.db_path.parent.mkdir(parents=True, exist_ok=True)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        log = self.log_path.open("ab")
+        if self.db_path.exists():  # made before files were kept private
+            self.db_path.chmod(0o600)
+        log = open_private_log(self.log_path)
         try:
             self.process = subprocess.Popen(
                 self.command(),
+                umask=OWNER_ONLY_UMASK,  # the database file (and its -wal) is owner-only
                 stdout=log,
                 stderr=log,
                 stdin=subprocess.DEVNULL,

@@ -21,6 +21,7 @@ from server.errors import EXCEPTION_HANDLERS
 from server.metrics import HTTPMetrics, MemoryGauges, MetricsMiddleware, PoolCollector
 from server.recall_metrics import RecallMetrics
 from server.routes import api_routes
+from server.security import SecurityMiddleware
 from server.services import Services
 
 log = logging.getLogger("engram.server")
@@ -72,7 +73,7 @@ FEATURES = (
     "llm_trace",
     "store_document_text",
 )
-SUPPORTED = {"observations", "worker", "bank_config_api", "store_document_text"}
+SUPPORTED = {"observations", "worker", "bank_config_api", "store_document_text", "audit_log"}
 
 
 async def version(request: Request) -> Response:
@@ -124,7 +125,10 @@ def create_app(open_services: ServicesFactory) -> Starlette:
 
     app = Starlette(
         routes=routes,
-        middleware=[Middleware(MetricsMiddleware, metrics=metrics, routes=routes)],
+        middleware=[
+            Middleware(MetricsMiddleware, metrics=metrics, routes=routes),
+            Middleware(SecurityMiddleware, routes=routes),
+        ],
         exception_handlers=EXCEPTION_HANDLERS,
         lifespan=lifespan,
     )

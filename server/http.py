@@ -10,7 +10,8 @@ from pydantic import BaseModel
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
-from engine.errors import InvalidInput
+from engine.auth.principal import OPEN, Principal
+from engine.errors import InvalidInput, NotFound
 from server.services import Services
 
 Model = TypeVar("Model", bound=BaseModel)
@@ -21,6 +22,19 @@ MAX_PAGE = 1000
 def services_of(request: Request) -> Services:
     services: Services = request.app.state.services
     return services
+
+
+def principal_of(request: Request) -> Principal:
+    """The caller, as server/security.py authenticated it (OPEN when keys are off)."""
+    principal: Principal = getattr(request.state, "principal", OPEN)
+    return principal
+
+
+def check_visible(request: Request, bank_id: str, what: str, key: str) -> None:
+    """For routes without a bank in the path: a row of a bank the caller cannot see does not
+    exist for it (the same 404 as a missing row)."""
+    if not principal_of(request).sees(bank_id):
+        raise NotFound(what, key)
 
 
 async def parse_body(request: Request, model: type[Model]) -> Model:

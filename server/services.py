@@ -13,7 +13,7 @@ from engine.db import Pool, create_pool, migrate
 from engine.embedding import Embedder, load_embedder
 from engine.recall.engine import RecallEngine
 from engine.settings import Settings
-from workflows.converter import DATA_CONVERTER
+from workflows.converter import converter_for
 
 # Recall's CPU work (query embedding, date parsing) runs here, off the event loop. Two threads
 # on this 2-core machine: onnxruntime runs one intra-op thread per call.
@@ -44,7 +44,7 @@ async def open_services(settings: Settings) -> AsyncIterator[Services]:
         temporal = await Client.connect(
             settings.resolved_temporal_address,
             namespace=settings.temporal_namespace,
-            data_converter=DATA_CONVERTER,
+            data_converter=converter_for(settings),
         )
         yield Services(settings, pool, temporal, embedder, cpu)
     finally:

@@ -17,6 +17,7 @@ import httpx
 import pytest
 from prometheus_client import CollectorRegistry
 from starlette.applications import Starlette
+from support.payload_key import TEST_CONVERTER, TEST_PAYLOAD_KEY
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
@@ -30,7 +31,14 @@ from server.app import create_app
 from server.services import Services
 from worker.main import WorkerServices, build_worker
 from worker.metrics import ActivityMetrics, MetricsInterceptor
-from workflows.converter import DATA_CONVERTER
+
+
+@pytest.fixture(scope="session", autouse=True)
+def payload_key() -> Iterator[None]:
+    """Processes the tests start (workers, servers, `engram up`) inherit the session's key."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("ENGRAM_PAYLOAD_KEY", TEST_PAYLOAD_KEY)
+        yield
 
 
 @pytest.fixture(scope="session")
@@ -54,7 +62,7 @@ async def temporal_env() -> AsyncIterator[WorkflowEnvironment]:
         extra += ["--dynamic-config-value", value]
     env = await WorkflowEnvironment.start_local(
         dev_server_existing_path=str(temporal_binary()),
-        data_converter=DATA_CONVERTER,
+        data_converter=TEST_CONVERTER,
         dev_server_extra_args=extra,
         ui=False,
     )

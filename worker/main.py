@@ -38,7 +38,7 @@ from worker.heartbeat import HeartbeatInterceptor
 from worker.metrics import ActivityMetrics, MetricsInterceptor, SDKMetricsProxy
 from worker.schedules import ensure_schedules
 from workflows.consolidation import ConsolidationSweepWorkflow, ConsolidationWorkflow
-from workflows.converter import DATA_CONVERTER
+from workflows.converter import converter_for
 from workflows.imports import ImportDocumentWorkflow, ImportWorkflow
 from workflows.mental_models import MentalModelRefreshWorkflow, MentalModelTriggerWorkflow
 from workflows.reflect import ReflectWorkflow
@@ -182,7 +182,7 @@ async def run(settings: Settings) -> None:
     client = await Client.connect(
         settings.resolved_temporal_address,
         namespace=settings.temporal_namespace,
-        data_converter=DATA_CONVERTER,
+        data_converter=converter_for(settings),
         runtime=runtime,
     )
     async with open_worker_services(settings) as services:

@@ -106,11 +106,14 @@ async def list_chunks(
     return [ChunkRow(**dict(r)) for r in rows], int(total)
 
 
-async def get_chunk(conn: Connection, chunk_id: str) -> ChunkRow:
+async def get_chunk(conn: Connection, chunk_id: str, bank_ids: list[str] | None = None) -> ChunkRow:
+    """The chunk by id, looked for only in `bank_ids` when given (the caller's banks)."""
     row = await conn.fetchrow(
         "SELECT chunk_id, document_id, bank_id, chunk_index, content, created_at FROM chunks"
-        " WHERE chunk_id = $1 ORDER BY bank_id LIMIT 1",
+        " WHERE chunk_id = $1 AND ($2::text[] IS NULL OR bank_id = ANY($2::text[]))"
+        " ORDER BY bank_id LIMIT 1",
         chunk_id,
+        bank_ids,
     )
     if row is None:
         raise NotFound("chunk", chunk_id)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from starlette.routing import BaseRoute
 
 from server.routes import (
+    audit,
     banks,
     imports,
     memories,
@@ -26,4 +27,5 @@ def api_routes() -> list[BaseRoute]:
         *observations.routes(),
         *reflect.routes(),
         *mental_models.routes(),
+        *audit.routes(),
     ]

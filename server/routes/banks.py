@@ -20,7 +20,15 @@ from engine.store.banks import (
     put_bank,
     reset_bank_config,
 )
-from server.http import int_param, iso, json_response, parse_body, path_param, services_of
+from server.http import (
+    int_param,
+    iso,
+    json_response,
+    parse_body,
+    path_param,
+    principal_of,
+    services_of,
+)
 from server.mental_models import delete_schedule
 from server.schemas import BankIn, ConfigPatchIn
 
@@ -108,6 +116,8 @@ async def list_all(request: Request) -> Response:
     offset = int_param(request, "offset", 0, high=10**9)
     async with services_of(request).pool.acquire() as conn:
         banks = await list_banks(conn)
+    principal = principal_of(request)
+    banks = [b for b in banks if principal.sees(b.bank_id)]
     page = banks[offset : offset + limit]
     return json_response(
         {

@@ -50,7 +50,7 @@ from engine.imports.staging import ImportSummary, get_import, stage_import
 from engine.retain.payloads import RetainOptions
 from engine.store.banks import Bank, ensure_bank, get_bank
 from engine.store.operations import Operation, get_operation, register_operation
-from server.http import iso, json_response, path_param, services_of
+from server.http import check_visible, iso, json_response, path_param, services_of
 from server.retain import extraction_mode
 from server.routes.retain import TERMINAL, WIRE_STATUS, reconcile
 from server.services import Services
@@ -220,6 +220,7 @@ async def import_status(request: Request) -> Response:
     operation_id = path_param(request, "operation_id")
     async with services.pool.acquire() as conn:
         summary = await get_import(conn, operation_id)
+        check_visible(request, summary.bank_id, "import", operation_id)
         bank_id = request.path_params.get("bank_id", summary.bank_id)
         operation = await get_operation(conn, bank_id, operation_id)
     operation = await reconcile(services, operation)

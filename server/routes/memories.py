@@ -32,7 +32,15 @@ from engine.store.memories import (
     list_memories,
     memory_links,
 )
-from server.http import choice_param, int_param, iso, json_response, path_param, services_of
+from server.http import (
+    choice_param,
+    int_param,
+    iso,
+    json_response,
+    path_param,
+    principal_of,
+    services_of,
+)
 from server.routes.observations import observation_fields
 
 FACT_TYPES = ("world", "experience", "observation")
@@ -254,7 +262,10 @@ async def list_chunks_route(request: Request) -> Response:
 
 async def get_chunk_route(request: Request) -> Response:
     async with services_of(request).pool.acquire() as conn:
-        chunk = await get_chunk(conn, path_param(request, "chunk_id"))
+        # Not in the path: the chunk is looked for in the caller's banks only.
+        visible = principal_of(request).bank_id
+        banks = None if visible is None else [visible]
+        chunk = await get_chunk(conn, path_param(request, "chunk_id"), banks)
     return json_response(chunk_json(chunk))
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.payload_key import TEST_CONVERTER
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import WorkflowHandle
 from temporalio.testing import WorkflowEnvironment
@@ -27,7 +28,6 @@ from engine.mental_models.store import NewModel, clear_model, create_model, list
 from engine.mental_models.trigger import merge_trigger
 from engine.store.banks import ensure_bank
 from mental_models.reflect_stub import StubReflectActivities, StubReflectWorkflow
-from workflows.converter import DATA_CONVERTER
 from workflows.mental_models import MentalModelRefreshWorkflow, refresh_workflow_id
 
 INTERVAL = timedelta(hours=1)
@@ -36,7 +36,7 @@ INTERVAL = timedelta(hours=1)
 @pytest.fixture
 async def skipping_env() -> AsyncIterator[WorkflowEnvironment]:
     env = await WorkflowEnvironment.start_time_skipping(
-        data_converter=DATA_CONVERTER,
+        data_converter=TEST_CONVERTER,
         test_server_existing_path=str(Path(sys.executable).parent / "temporal-test-server"),
     )
     yield env

@@ -1,0 +1,1 @@
+"""API keys, the principal a request acts as, and the audit trail (docs/security.md)."""

@@ -1,0 +1,113 @@
+"""The audit trail: who (key id), what (action, bank, operation), when, and the outcome of
+every write, delete, forget, key and configuration change. Never the request body: memory
+content stays in the memory tables."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import asyncpg
+
+from engine.db import Connection
+
+
+@dataclass(frozen=True)
+class AuditEntry:
+    action: str  # e.g. "DELETE /v1/default/banks/{bank_id}", "keys.create"
+    transport: str  # http, mcp, cli, system
+    bank_id: str | None
+    key_id: str | None
+    outcome: str  # success, denied, rejected, failed
+    started_at: datetime
+    ended_at: datetime | None = None
+    status: int | None = None
+    operation_id: str | None = None
+    request: dict[str, Any] | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    id: str = field(default_factory=lambda: str(uuid.uuid4()))
+
+
+INSERT_AUDIT = """
+INSERT INTO audit_logs (id, action, transport, bank_id, key_id, operation_id, status, outcome,
+                        started_at, ended_at, request, metadata)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+"""
+# Optional filters as NULL-or-equal, so one statement serves every combination.
+_FILTER = """
+WHERE bank_id = $1
+  AND ($2::text IS NULL OR action = $2)
+  AND ($3::text IS NULL OR transport = $3)
+  AND ($4::timestamptz IS NULL OR started_at >= $4)
+  AND ($5::timestamptz IS NULL OR started_at < $5)
+"""
+SELECT_AUDIT = f"""
+SELECT id, action, transport, bank_id, key_id, operation_id, status, outcome, started_at,
+       ended_at, request, metadata
+FROM audit_logs {_FILTER}
+ORDER BY started_at DESC, id
+LIMIT $6 OFFSET $7
+"""
+COUNT_AUDIT = f"SELECT count(*) FROM audit_logs {_FILTER}"
+SWEEP_AUDIT = "DELETE FROM audit_logs WHERE started_at < $1"
+
+
+async def record_audit(conn: Connection, entry: AuditEntry) -> None:
+    await conn.execute(
+        INSERT_AUDIT,
+        uuid.UUID(entry.id),
+        entry.action,
+        entry.transport,
+        entry.bank_id,
+        entry.key_id,
+        entry.operation_id,
+        entry.status,
+        entry.outcome,
+        entry.started_at,
+        entry.ended_at,
+        entry.request,
+        entry.metadata,
+    )
+
+
+def _entry(row: asyncpg.Record) -> AuditEntry:
+    return AuditEntry(
+        id=str(row["id"]),
+        action=row["action"],
+        transport=row["transport"],
+        bank_id=row["bank_id"],
+        key_id=row["key_id"],
+        operation_id=row["operation_id"],
+        status=row["status"],
+        outcome=row["outcome"],
+        started_at=row["started_at"],
+        ended_at=row["ended_at"],
+        request=row["request"],
+        metadata=row["metadata"] or {},
+    )
+
+
+async def list_audit(
+    conn: Connection,
+    bank_id: str,
+    *,
+    action: str | None = None,
+    transport: str | None = None,
+    start: datetime | None = None,
+    end: datetime | None = None,
+    limit: int = 50,
+    offset: int = 0,
+) -> tuple[list[AuditEntry], int]:
+    """A bank's entries, most recent first, and how many match in all."""
+    filters = (bank_id, action, transport, start, end)
+    rows = await conn.fetch(SELECT_AUDIT, *filters, limit, offset)
+    total = await conn.fetchval(COUNT_AUDIT, *filters)
+    return [_entry(row) for row in rows], int(total or 0)
+
+
+async def sweep_audit(conn: Connection, before: datetime) -> int:
+    """Delete entries older than the retention period; how many went."""
+    status = await conn.execute(SWEEP_AUDIT, before)
+    return int(status.split()[-1])

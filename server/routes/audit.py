@@ -1,0 +1,87 @@
+"""`GET .../audit-logs`: a bank's audit trail in Hindsight's shape (AuditLogListResponse)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from engine.auth.audit import AuditEntry, list_audit
+from engine.errors import InvalidInput
+from engine.store.banks import get_bank
+from server.http import int_param, iso, json_response, path_param, services_of
+
+
+def _date(request: Request, name: str) -> datetime | None:
+    raw = request.query_params.get(name)
+    if not raw:
+        return None
+    try:
+        value = datetime.fromisoformat(raw)
+    except ValueError as exc:
+        raise InvalidInput(name, "must be an ISO-8601 date-time") from exc
+    if value.tzinfo is None:
+        raise InvalidInput(name, "must have a time zone (e.g. Z or +00:00)")
+    return value
+
+
+def entry_json(entry: AuditEntry) -> dict[str, Any]:
+    duration = None
+    if entry.ended_at is not None:
+        duration = round((entry.ended_at - entry.started_at).total_seconds() * 1000)
+    return {
+        "id": entry.id,
+        "action": entry.action,
+        "transport": entry.transport,
+        "bank_id": entry.bank_id,
+        "started_at": iso(entry.started_at),
+        "ended_at": iso(entry.ended_at),
+        "duration_ms": duration,
+        "request": entry.request,
+        "response": {"status": entry.status, "operation_id": entry.operation_id},
+        # hindsight-client 1.1 reads only the summary fields: who and the outcome go here too.
+        "metadata": {
+            **entry.metadata,
+            "key_id": entry.key_id,
+            "outcome": entry.outcome,
+            "status": entry.status,
+            "operation_id": entry.operation_id,
+        },
+    }
+
+
+async def list_audit_logs(request: Request) -> Response:
+    bank_id = path_param(request, "bank_id")
+    limit = int_param(request, "limit", 50, low=1, high=500)
+    offset = int_param(request, "offset", 0, high=10**9)
+    start, end = _date(request, "start_date"), _date(request, "end_date")
+    async with services_of(request).pool.acquire() as conn:
+        await get_bank(conn, bank_id)
+        entries, total = await list_audit(
+            conn,
+            bank_id,
+            action=request.query_params.get("action") or None,
+            transport=request.query_params.get("transport") or None,
+            start=start,
+            end=end,
+            limit=limit,
+            offset=offset,
+        )
+    return json_response(
+        {
+            "bank_id": bank_id,
+            "total": total,
+            "limit": limit,
+            "offset": offset,
+            "items": [entry_json(e) for e in entries],
+        }
+    )
+
+
+def routes() -> list[Route]:
+    return [
+        Route("/v1/default/banks/{bank_id}/audit-logs", list_audit_logs, methods=["GET"]),
+    ]
