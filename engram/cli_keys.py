@@ -17,7 +17,7 @@ from argon2 import PasswordHasher
 from engine.auth.audit import AuditEntry, record_audit
 from engine.auth.keys import ApiKey, create_key, list_keys, revoke_key
 from engine.auth.principal import SCOPES
-from engine.db import Connection
+from engine.db import Connection, create_pool
 from engine.errors import EngramError
 from engine.settings import Settings
 from engram.cli_support import UsageError, table
@@ -82,17 +82,20 @@ def cmd_keys(settings: Settings, args: argparse.Namespace, out: TextIO) -> int:
 async def _keys(settings: Settings, args: argparse.Namespace, out: TextIO) -> int:
     dsn = database_url(settings)
     try:
-        conn = await asyncpg.connect(dsn)
-    except (OSError, asyncpg.PostgresError) as exc:
-        raise KeysError(f"cannot reach Engram's database ({exc}); is `engram up` running?") from exc
+        pool = await create_pool(dsn, min_size=1, max_size=1)
+    except (OSError, asyncpg.PostgresError, ValueError) as exc:  # ValueError: no pgvector yet
+        raise KeysError(
+            f"cannot use Engram's database ({exc}); has `engram up` started it once?"
+        ) from exc
     try:
-        return await _run(conn, args, out)
+        async with pool.acquire() as conn:
+            return await _run(conn, args, out)
     except asyncpg.UndefinedTableError as exc:
         raise KeysError("the database has no keys table yet: start the server once") from exc
     except EngramError as exc:
         raise UsageError(str(exc)) from exc
     finally:
-        await conn.close()
+        await pool.close()
 
 
 async def _run(conn: Connection, args: argparse.Namespace, out: TextIO) -> int:
