@@ -12,10 +12,9 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, TextIO
 
 import asyncpg
-from argon2 import PasswordHasher
 
 from engine.auth.audit import AuditEntry, record_audit
-from engine.auth.keys import ApiKey, create_key, list_keys, revoke_key
+from engine.auth.keys import ApiKey, create_key, key_hasher, list_keys, revoke_key
 from engine.auth.principal import SCOPES
 from engine.db import Connection, create_pool
 from engine.errors import EngramError
@@ -116,7 +115,7 @@ async def _run(conn: Connection, args: argparse.Namespace, out: TextIO) -> int:
     async with conn.transaction():
         key, token = await create_key(
             conn,
-            PasswordHasher(),
+            key_hasher(),
             bank_id=args.bank,
             scope=args.scope,
             expires_at=parse_expiry(args.expires, now),

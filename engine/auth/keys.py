@@ -26,6 +26,11 @@ from engine.db import Connection
 from engine.errors import InvalidInput, NotFound
 
 TOKEN_PREFIX = "engram_"
+# OWASP's minimum argon2id profile (19 MiB, 2 passes, 1 lane). A token carries 256 random
+# bits, so the hash need not slow guessing the way a password's must; argon2-cffi's default
+# (64 MiB, 3 passes, 4 lanes) made a token's first request take 1.9 s (median, n=20) on this
+# shared 2-core host at load 17 (bench/auth_cost.py). Parameters live in each stored hash.
+KEY_HASH_TIME_COST, KEY_HASH_MEMORY_KIB, KEY_HASH_LANES = 2, 19 * 1024, 1
 # Tokens verified per process; a hit skips argon2, never the row lookup.
 VERIFIED_CACHE_SIZE = 1024
 
@@ -142,12 +147,18 @@ async def active_key_count(conn: Connection) -> int:
     return int(count or 0)
 
 
+def key_hasher() -> PasswordHasher:
+    return PasswordHasher(
+        time_cost=KEY_HASH_TIME_COST, memory_cost=KEY_HASH_MEMORY_KIB, parallelism=KEY_HASH_LANES
+    )
+
+
 class KeyVerifier:
     """Turns a bearer token into a principal, or None for a token that is not (or no longer)
     a valid key."""
 
     def __init__(self, hasher: PasswordHasher | None = None) -> None:
-        self.hasher = hasher or PasswordHasher()
+        self.hasher = hasher or key_hasher()
         # key id -> (sha256 of a token that verified, the stored hash it verified against)
         self._verified: OrderedDict[str, tuple[bytes, str]] = OrderedDict()
 

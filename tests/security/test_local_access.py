@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import stat
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import asyncpg
 import pytest
 
+from engine.auth.audit import AuditEntry, list_audit, record_audit, sweep_audit
 from engine.db import Pool
 from engine.errors import ConfigurationError
 from engine.settings import SecuritySettings, Settings
@@ -101,3 +103,15 @@ async def test_keys_cli_creates_lists_and_revokes(
     assert "revoked" in out
     code, _ = await asyncio.to_thread(run, "keys", "create", "--scope", "write")
     assert code == 2  # a write key names its bank
+
+
+async def test_audit_sweep_deletes_only_entries_past_retention(pool: Pool) -> None:
+    now = datetime.now(UTC)
+    old = AuditEntry("DELETE /x", "http", "sweep-bank", None, "success", now - timedelta(days=91))
+    recent = AuditEntry("DELETE /x", "http", "sweep-bank", None, "success", now)
+    async with pool.acquire() as conn:
+        await record_audit(conn, old)
+        await record_audit(conn, recent)
+        assert await sweep_audit(conn, now - timedelta(days=90)) == 1
+        kept, total = await list_audit(conn, "sweep-bank")
+    assert total == 1 and [e.id for e in kept] == [recent.id]
