@@ -49,6 +49,7 @@ ADMIN_ROUTES = {
     ("PATCH", BANK_ROUTE + "/config"),
     ("DELETE", BANK_ROUTE + "/config"),
     ("GET", BANK_ROUTE + "/audit-logs"),
+    ("GET", BANK_ROUTE + "/audit-logs/stats"),
 }
 # In the default mode keys are required once one exists; how long a count is trusted.
 KEY_COUNT_TTL_S = 10.0

@@ -52,6 +52,13 @@ LIMIT $6 OFFSET $7
 """
 COUNT_AUDIT = f"SELECT count(*) FROM audit_logs {_FILTER}"
 SWEEP_AUDIT = "DELETE FROM audit_logs WHERE started_at < $1"
+COUNT_BY_BUCKET = """
+SELECT date_trunc($2, started_at, 'UTC') AS bucket, action, count(*) AS n
+FROM audit_logs
+WHERE bank_id = $1 AND started_at >= $3 AND ($4::text IS NULL OR action = $4)
+GROUP BY 1, 2
+ORDER BY 1, 2
+"""
 
 
 async def record_audit(conn: Connection, entry: AuditEntry) -> None:
@@ -111,3 +118,13 @@ async def sweep_audit(conn: Connection, before: datetime) -> int:
     """Delete entries older than the retention period; how many went."""
     status = await conn.execute(SWEEP_AUDIT, before)
     return int(status.split()[-1])
+
+
+async def audit_counts(
+    conn: Connection, bank_id: str, trunc: str, since: datetime, action: str | None = None
+) -> dict[datetime, dict[str, int]]:
+    """Entries per `trunc` bucket ("hour" or "day", UTC) and action since `since`."""
+    buckets: dict[datetime, dict[str, int]] = {}
+    for row in await conn.fetch(COUNT_BY_BUCKET, bank_id, trunc, since, action):
+        buckets.setdefault(row["bucket"], {})[row["action"]] = int(row["n"])
+    return buckets

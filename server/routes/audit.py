@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from engine.auth.audit import AuditEntry, list_audit
+from engine.auth.audit import AuditEntry, audit_counts, list_audit
 from engine.errors import InvalidInput
 from engine.store.banks import get_bank
 from server.http import int_param, iso, json_response, path_param, services_of
@@ -81,7 +81,40 @@ async def list_audit_logs(request: Request) -> Response:
     )
 
 
+# Hindsight's periods, and the bucket each is counted in.
+PERIODS = {"1d": (timedelta(days=1), "hour"), "7d": (timedelta(days=7), "day")}
+PERIODS["30d"] = (timedelta(days=30), "day")
+
+
+async def audit_log_stats(request: Request) -> Response:
+    bank_id = path_param(request, "bank_id")
+    period = request.query_params.get("period") or "7d"
+    if period not in PERIODS:
+        raise InvalidInput("period", f"must be one of {', '.join(PERIODS)}")
+    span, trunc = PERIODS[period]
+    start = datetime.now(UTC) - span
+    async with services_of(request).pool.acquire() as conn:
+        await get_bank(conn, bank_id)
+        counts = await audit_counts(
+            conn, bank_id, trunc, start, request.query_params.get("action") or None
+        )
+    return json_response(
+        {
+            "bank_id": bank_id,
+            "period": period,
+            "trunc": trunc,
+            "start": iso(start),
+            "buckets": [
+                {"time": iso(time), "actions": actions, "total": sum(actions.values())}
+                for time, actions in sorted(counts.items())
+            ],
+        }
+    )
+
+
 def routes() -> list[Route]:
+    base = "/v1/default/banks/{bank_id}/audit-logs"
     return [
-        Route("/v1/default/banks/{bank_id}/audit-logs", list_audit_logs, methods=["GET"]),
+        Route(base, list_audit_logs, methods=["GET"]),
+        Route(base + "/stats", audit_log_stats, methods=["GET"]),
     ]

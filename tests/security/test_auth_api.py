@@ -202,6 +202,13 @@ async def test_writes_are_audited_with_their_key(
     full = next(e for e in raw.json()["items"] if e["id"] == write.id)
     assert full["response"] == {"status": 200, "operation_id": operation}
     assert full["request"]["path"] == f"{BASE}/{seeded}/memories"
+    stats = await api.get(f"{BASE}/{seeded}/audit-logs/stats?period=1d", headers=_auth(admin))
+    assert stats.json()["trunc"] == "hour"
+    retains = sum(
+        b["actions"].get("POST /v1/default/banks/{bank_id}/memories", 0)
+        for b in stats.json()["buckets"]
+    )
+    assert retains == 2  # the seed and the write (the denied one was a DELETE)
     assert (reader.split("_")[1], "denied") in by_key
     assert "Rex" not in str([e.to_dict() for e in page.items])  # no content in the trail
 
