@@ -181,7 +181,8 @@ class SecurityMiddleware:
                 detail = "an API key is required" if token is None else "invalid API key"
                 response = error_body(401, f"{detail} (Authorization: Bearer <key>)")
                 response.headers["WWW-Authenticate"] = "Bearer"
-                await self._finish(services, scope, need, None, started, response.status_code)
+                # Not audited: no one to name, and anyone could fill the table this way
+                # (engram_http_requests_total counts them by route).
                 await response(scope, receive, send)
                 return
             principal = found
@@ -265,7 +266,7 @@ class SecurityMiddleware:
         services: Services,
         scope: Scope,
         need: Requirement,
-        principal: Principal | None,
+        principal: Principal,
         started: datetime,
         status: int,
         answer: bytes = b"",
@@ -277,7 +278,7 @@ class SecurityMiddleware:
             action=f"{scope['method']} {need.template}",
             transport="http",
             bank_id=need.bank_id,
-            key_id=principal.key_id if principal is not None else None,
+            key_id=principal.key_id,
             outcome=_outcome(status),
             status=status,
             started_at=started,

@@ -4,6 +4,7 @@ bank scoped to the key, the audit trail of writes, and the request limits."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -243,12 +244,23 @@ async def test_content_type_body_size_and_rate_limits(
     assert text.status_code == 415 and text.json()["field"] == "content-type"
     big = await api.post(url, json={"items": [{"content": "x" * MAX_BODY}]}, headers=_auth(writer))
     assert big.status_code == 413 and str(MAX_BODY) in big.json()["detail"]
-    # 5 a minute: the two refused posts took two, three reads are left, the fourth waits.
+
+    async def chunks() -> AsyncIterator[bytes]:  # no Content-Length: counted as it arrives
+        yield b'{"items": [{"content": "'
+        for _ in range(MAX_BODY // 10_000 + 1):
+            yield b"x" * 10_000
+        yield b'"}]}'
+
+    streamed = await api.post(
+        url, content=chunks(), headers={**_auth(writer), "content-type": "application/json"}
+    )
+    assert streamed.status_code == 413 and str(MAX_BODY) in streamed.json()["detail"]
+    # 5 a minute: the three refused posts took three, two reads are left, the third waits.
     statuses = [
         (await api.get(f"{BASE}/{seeded}/profile", headers=_auth(writer))).status_code
         for _ in range(4)
     ]
-    assert statuses == [200, 200, 200, 429]
+    assert statuses == [200, 200, 429, 429]
     limited = await api.get(f"{BASE}/{seeded}/profile", headers=_auth(writer))
     assert limited.status_code == 429 and int(limited.headers["retry-after"]) >= 1
     assert "5 requests a minute" in limited.json()["detail"]
