@@ -17,6 +17,8 @@ from typing import Any, TextIO
 
 from engine.errors import ConfigurationError
 from engine.settings import Settings
+from engram.backup import BackupError
+from engram.cli_admin import cmd_backup, cmd_restore
 from engram.cli_import import cmd_export, cmd_import
 from engram.cli_keys import KeysError, add_keys_parser, cmd_keys
 from engram.cli_support import UsageError, bank, day, read_stdin, read_text, table
@@ -29,6 +31,12 @@ EPILOG_UP = """examples:
   engram up                          # everything embedded, data in ./.engram
   ENGRAM_HOME=/srv/engram engram up  # data elsewhere
   ENGRAM_DATABASE_URL=postgresql://u@db/engram ENGRAM_TEMPORAL_ADDRESS=tmprl:7233 engram up
+"""
+EPILOG_BACKUP = """examples:
+  engram backup engram-2026-12-01.dump       # while `engram up` runs, or with it stopped
+  ENGRAM_HOME=/srv/engram-new engram restore engram-2026-12-01.dump
+The database named by ENGRAM_DATABASE_URL, else the embedded one under ENGRAM_HOME, is used;
+a restore needs an empty target and refuses otherwise.
 """
 EPILOG_STATUS = """examples:
   engram status
@@ -123,6 +131,14 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     _command(commands, "up", "start the whole stack in the foreground; Ctrl-C stops", EPILOG_UP)
+    backup = _command(
+        commands, "backup", "write a consistent copy of the whole database", EPILOG_BACKUP
+    )
+    backup.add_argument("file", type=Path, metavar="FILE")
+    restore = _command(
+        commands, "restore", "load a backup into an empty installation", EPILOG_BACKUP
+    )
+    restore.add_argument("file", type=Path, metavar="FILE")
     _command(
         commands,
         "status",
@@ -402,6 +418,10 @@ def cmd_entities(client: EngramClient, args: argparse.Namespace, out: TextIO) ->
     return 0
 
 
+LOCAL_COMMANDS: dict[str, Callable[[Settings, argparse.Namespace, TextIO], int]] = {
+    "backup": cmd_backup,
+    "restore": cmd_restore,
+}
 COMMANDS: dict[str, Callable[[EngramClient, argparse.Namespace, TextIO], int]] = {
     "status": cmd_status,
     "banks": cmd_banks,
@@ -426,6 +446,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run_stack(settings)
     if args.command == "keys":
         return _keys_main(args)
+    if args.command in LOCAL_COMMANDS:
+        try:
+            return LOCAL_COMMANDS[args.command](Settings.from_env(), args, sys.stdout)
+        except ConfigurationError as exc:
+            print(f"engram: {exc}", file=sys.stderr)
+            return 2
+        except BackupError as exc:
+            print(f"engram: {exc}", file=sys.stderr)
+            return 1
     url = args.url or os.environ.get("ENGRAM_URL") or DEFAULT_URL
     try:
         with EngramClient(url, api_key=os.environ.get("ENGRAM_API_KEY")) as client:

@@ -73,6 +73,11 @@ def _binaries() -> Path:
     return Path(next(iter(spec.submodule_search_locations))) / "pginstall" / "bin"
 
 
+def binaries() -> Path:
+    """The wheel's PostgreSQL programs (`engram backup` runs its pg_dump and pg_restore)."""
+    return _binaries()
+
+
 def ensure_user_exists(name: str) -> None:
     try:
         pwd.getpwnam(name)
@@ -193,6 +198,10 @@ class EmbeddedPostgres:
         except PermissionError:
             return pid
         return pid
+
+    def running_pid(self) -> int | None:
+        """The pid of a PostgreSQL already serving this data directory (`engram up`'s)."""
+        return self._running_pid()
 
     def start(self) -> None:
         self._prepare()
