@@ -115,6 +115,8 @@ class Settings:
     temporal_port: int = DEFAULT_TEMPORAL_PORT
     temporal_ui_port: int = DEFAULT_TEMPORAL_UI_PORT
     worker_metrics_port: int = DEFAULT_WORKER_METRICS_PORT
+    # Loopback by default; a container sets 0.0.0.0 so Prometheus can scrape the worker.
+    worker_metrics_host: str = "127.0.0.1"
     embedding_model: str = "minilm"
     # Where the int8 MiniLM graph derived at install time is cached (engine/quantise.py);
     # None: beside the installation, else the user's cache directory.
@@ -179,6 +181,7 @@ class Settings:
             worker_metrics_port=_int(
                 env, "ENGRAM_WORKER_METRICS_PORT", DEFAULT_WORKER_METRICS_PORT
             ),
+            worker_metrics_host=env.get("ENGRAM_WORKER_METRICS_HOST", "127.0.0.1"),
             embedding_model=env.get("ENGRAM_EMBEDDING_MODEL", "minilm"),
             model_dir=Path(env["ENGRAM_MODEL_DIR"]).expanduser().absolute()
             if env.get("ENGRAM_MODEL_DIR")

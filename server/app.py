@@ -8,7 +8,12 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
 import asyncpg
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    ProcessCollector,
+    generate_latest,
+)
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
@@ -95,6 +100,7 @@ def create_app(open_services: ServicesFactory) -> Starlette:
     registry = CollectorRegistry()
     metrics = HTTPMetrics(registry)
     gauges = MemoryGauges(registry)
+    ProcessCollector(registry=registry)  # process_resident_memory_bytes, _cpu_seconds_total
 
     async def metrics_endpoint(request: Request) -> Response:
         services: Services | None = getattr(request.app.state, "services", None)

@@ -13,7 +13,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from prometheus_client import CollectorRegistry, start_http_server
+from prometheus_client import CollectorRegistry, ProcessCollector, start_http_server
 from temporalio.client import Client
 from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
 from temporalio.worker import Worker
@@ -173,12 +173,15 @@ def _free_port() -> int:
 async def run(settings: Settings) -> None:
     registry = CollectorRegistry()
     interceptor = MetricsInterceptor(ActivityMetrics(registry))
+    ProcessCollector(registry=registry)
     sdk_port = _free_port()
     runtime = Runtime(
         telemetry=TelemetryConfig(metrics=PrometheusConfig(bind_address=f"127.0.0.1:{sdk_port}"))
     )
     registry.register(SDKMetricsProxy(f"http://127.0.0.1:{sdk_port}/metrics"))
-    start_http_server(settings.worker_metrics_port, addr="127.0.0.1", registry=registry)
+    start_http_server(
+        settings.worker_metrics_port, addr=settings.worker_metrics_host, registry=registry
+    )
     client = await Client.connect(
         settings.resolved_temporal_address,
         namespace=settings.temporal_namespace,

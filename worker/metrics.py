@@ -2,7 +2,7 @@
 
 The SDK's exporter binds a loopback port of its own; `SDKMetricsProxy` re-exposes what it serves
 so operators scrape one endpoint. Workflow counts, failures and end-to-end latency by workflow
-type come from the SDK (`temporal_workflow_completed`, `temporal_workflow_failed`,
+type come from the SDK (`temporal_workflow_completed_total`, `temporal_workflow_failed_total`,
 `temporal_workflow_endtoend_latency`); activity series are ours, labelled by activity type.
 """
 
