@@ -39,7 +39,7 @@ async def say(name: str) -> str:
     return f"hello {name}"
 
 
-@workflow.defn(sandboxed=False)
+@workflow.defn
 class Hello:
     @workflow.run
     async def run(self, name: str) -> str:
@@ -48,13 +48,13 @@ class Hello:
         )
 
 
-@workflow.defn(sandboxed=False)
+@workflow.defn
 class Fails:
     """The SDK creates a counter at its first increment: a failure makes the failed one."""
 
     @workflow.run
-    async def run(self) -> None:
-        raise ApplicationError("on purpose", non_retryable=True)
+    async def run(self, reason: str) -> str:
+        raise ApplicationError(reason, non_retryable=True)
 
 
 def queried_series() -> set[str]:
@@ -97,7 +97,7 @@ async def worker_endpoint_series(temporal_env: WorkflowEnvironment) -> set[str]:
         result = await client.execute_workflow(Hello.run, "x", id=queue, task_queue=queue)
         assert result == "hello x"
         with pytest.raises(WorkflowFailureError):
-            await client.execute_workflow(Fails.run, id=f"{queue}-f", task_queue=queue)
+            await client.execute_workflow(Fails.run, "on purpose", id=f"{queue}-f", task_queue=queue)
         text = await asyncio.to_thread(generate_latest, registry)
         return exported(text.decode())
 
