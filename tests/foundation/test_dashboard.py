@@ -39,7 +39,7 @@ async def say(name: str) -> str:
     return f"hello {name}"
 
 
-@workflow.defn
+@workflow.defn(sandboxed=False)
 class Hello:
     @workflow.run
     async def run(self, name: str) -> str:
@@ -48,7 +48,7 @@ class Hello:
         )
 
 
-@workflow.defn
+@workflow.defn(sandboxed=False)
 class Fails:
     """The SDK creates a counter at its first increment: a failure makes the failed one."""
 
@@ -97,7 +97,9 @@ async def worker_endpoint_series(temporal_env: WorkflowEnvironment) -> set[str]:
         result = await client.execute_workflow(Hello.run, "x", id=queue, task_queue=queue)
         assert result == "hello x"
         with pytest.raises(WorkflowFailureError):
-            await client.execute_workflow(Fails.run, "on purpose", id=f"{queue}-f", task_queue=queue)
+            await client.execute_workflow(
+                Fails.run, "on purpose", id=f"{queue}-f", task_queue=queue
+            )
         text = await asyncio.to_thread(generate_latest, registry)
         return exported(text.decode())
 
