@@ -18,7 +18,7 @@ from typing import Any, TextIO
 from engine.errors import ConfigurationError
 from engine.settings import Settings
 from engram.backup import BackupError
-from engram.cli_admin import cmd_backup, cmd_restore
+from engram.cli_admin import cmd_backup, cmd_migrate, cmd_restore
 from engram.cli_import import cmd_export, cmd_import
 from engram.cli_keys import KeysError, add_keys_parser, cmd_keys
 from engram.cli_support import UsageError, bank, day, read_stdin, read_text, table
@@ -139,6 +139,12 @@ def build_parser() -> argparse.ArgumentParser:
         commands, "restore", "load a backup into an empty installation", EPILOG_BACKUP
     )
     restore.add_argument("file", type=Path, metavar="FILE")
+    _command(
+        commands,
+        "migrate",
+        "apply pending schema migrations to the configured database and exit",
+        EPILOG_BACKUP,
+    )
     _command(
         commands,
         "status",
@@ -421,6 +427,7 @@ def cmd_entities(client: EngramClient, args: argparse.Namespace, out: TextIO) ->
 LOCAL_COMMANDS: dict[str, Callable[[Settings, argparse.Namespace, TextIO], int]] = {
     "backup": cmd_backup,
     "restore": cmd_restore,
+    "migrate": cmd_migrate,
 }
 COMMANDS: dict[str, Callable[[EngramClient, argparse.Namespace, TextIO], int]] = {
     "status": cmd_status,

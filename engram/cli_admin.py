@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 from typing import TextIO
 
+from engine.db import migrate
+from engine.embedding import load_embedder
 from engine.settings import Settings
 from engram.backup import dump, engram_database, restore
 
@@ -22,4 +25,14 @@ def cmd_restore(settings: Settings, args: argparse.Namespace, out: TextIO) -> in
         restore(dsn, args.file)
     where = "ENGRAM_DATABASE_URL" if settings.database_url else str(settings.home)
     out.write(f"restored {args.file} into {where}; start Engram with `engram up`\n")
+    return 0
+
+
+def cmd_migrate(settings: Settings, args: argparse.Namespace, out: TextIO) -> int:
+    """What a Kubernetes migration Job or a deploy script runs before rolling out servers and
+    workers (they also migrate at start, under an advisory lock, so this is an ordering aid)."""
+    embedder = load_embedder(settings.embedding_model, settings.model_dir)
+    with engram_database(settings) as dsn:
+        applied = asyncio.run(migrate(dsn, embedder.dimension, embedder.space))
+    out.write(f"applied {', '.join(applied)}\n" if applied else "the schema is up to date\n")
     return 0
