@@ -112,6 +112,9 @@ class Settings:
     task_queue: str = "engram"
     api_host: str = "127.0.0.1"
     api_port: int = DEFAULT_API_PORT
+    # Server processes sharing the port (server/processes.py); each has its own pool of
+    # db_pool_max connections and its own model. `engram up` picks one per two cores.
+    api_processes: int = 1
     temporal_port: int = DEFAULT_TEMPORAL_PORT
     temporal_ui_port: int = DEFAULT_TEMPORAL_UI_PORT
     worker_metrics_port: int = DEFAULT_WORKER_METRICS_PORT
@@ -168,6 +171,8 @@ class Settings:
             model=env.get("ENGRAM_LLM_MODEL", "gpt-4o-mini"),
             timeout_s=float(_int(env, "ENGRAM_LLM_TIMEOUT", 60)),
         )
+        if _int(env, "ENGRAM_API_PROCESSES", 1) < 1:
+            raise ConfigurationError("ENGRAM_API_PROCESSES must be at least 1")
         return cls(
             home=Path(env.get("ENGRAM_HOME", ".engram")).expanduser().absolute(),
             database_url=env.get("ENGRAM_DATABASE_URL", ""),
@@ -176,6 +181,7 @@ class Settings:
             task_queue=env.get("ENGRAM_TASK_QUEUE", "engram"),
             api_host=env.get("ENGRAM_API_HOST", "127.0.0.1"),
             api_port=_int(env, "ENGRAM_API_PORT", DEFAULT_API_PORT),
+            api_processes=_int(env, "ENGRAM_API_PROCESSES", 1),
             temporal_port=_int(env, "ENGRAM_TEMPORAL_PORT", DEFAULT_TEMPORAL_PORT),
             temporal_ui_port=_int(env, "ENGRAM_TEMPORAL_UI_PORT", DEFAULT_TEMPORAL_UI_PORT),
             worker_metrics_port=_int(

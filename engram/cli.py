@@ -18,7 +18,7 @@ from typing import Any, TextIO
 from engine.errors import ConfigurationError
 from engine.settings import Settings
 from engram.backup import BackupError
-from engram.cli_admin import cmd_backup, cmd_migrate, cmd_restore
+from engram.cli_admin import cmd_backup, cmd_migrate, cmd_restore, cmd_serve
 from engram.cli_import import cmd_export, cmd_import
 from engram.cli_keys import KeysError, add_keys_parser, cmd_keys
 from engram.cli_support import UsageError, bank, day, read_stdin, read_text, table
@@ -37,6 +37,12 @@ EPILOG_BACKUP = """examples:
   ENGRAM_HOME=/srv/engram-new engram restore engram-2026-12-01.dump
 The database named by ENGRAM_DATABASE_URL, else the embedded one under ENGRAM_HOME, is used;
 a restore needs an empty target and refuses otherwise.
+"""
+EPILOG_SERVE = """examples:
+  ENGRAM_DATABASE_URL=postgresql://u@db/engram ENGRAM_TEMPORAL_ADDRESS=tmprl:7233 \\
+    engram serve --processes 4
+Each process has its own connection pool (ENGRAM_DB_POOL_MAX) and model: keep
+processes x pool size (plus the workers' pools) under PostgreSQL's max_connections.
 """
 EPILOG_STATUS = """examples:
   engram status
@@ -139,6 +145,18 @@ def build_parser() -> argparse.ArgumentParser:
         commands, "restore", "load a backup into an empty installation", EPILOG_BACKUP
     )
     restore.add_argument("file", type=Path, metavar="FILE")
+    serve = _command(
+        commands,
+        "serve",
+        "run only the HTTP server (PostgreSQL and Temporal from the environment)",
+        EPILOG_SERVE,
+    )
+    serve.add_argument(
+        "--processes",
+        "--workers",
+        type=int,
+        help="server processes sharing the port (default $ENGRAM_API_PROCESSES, else 1)",
+    )
     _command(
         commands,
         "migrate",
@@ -428,6 +446,7 @@ LOCAL_COMMANDS: dict[str, Callable[[Settings, argparse.Namespace, TextIO], int]]
     "backup": cmd_backup,
     "restore": cmd_restore,
     "migrate": cmd_migrate,
+    "serve": cmd_serve,
 }
 COMMANDS: dict[str, Callable[[EngramClient, argparse.Namespace, TextIO], int]] = {
     "status": cmd_status,

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
+import sys
 from typing import TextIO
 
 from engine.db import migrate
@@ -36,3 +38,14 @@ def cmd_migrate(settings: Settings, args: argparse.Namespace, out: TextIO) -> in
         applied = asyncio.run(migrate(dsn, embedder.dimension, embedder.space))
     out.write(f"applied {', '.join(applied)}\n" if applied else "the schema is up to date\n")
     return 0
+
+
+def cmd_serve(settings: Settings, args: argparse.Namespace, out: TextIO) -> int:
+    """`python -m server` with the process count from the command line."""
+    if args.processes is not None:
+        if args.processes < 1:
+            out.write("engram: --processes must be at least 1\n")
+            return 2
+        os.environ["ENGRAM_API_PROCESSES"] = str(args.processes)
+    out.flush()
+    os.execv(sys.executable, [sys.executable, "-m", "server"])

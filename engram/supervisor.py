@@ -75,8 +75,15 @@ def taken_ports(settings: Settings) -> list[str]:
     return [f"port {port} ({what})" for what, port in wanted if port_open("127.0.0.1", port)]
 
 
+def default_api_processes(cores: int | None = None) -> int:
+    """One server process per two cores, at most 4: the worker, PostgreSQL and Temporal need
+    the rest (recall throughput by process count: docs/benchmarks.md)."""
+    return max(1, min(4, (cores or os.cpu_count() or 1) // 2))
+
+
 def child_env(settings: Settings, database_url: str) -> dict[str, str]:
     env = dict(os.environ)
+    env.setdefault("ENGRAM_API_PROCESSES", str(default_api_processes()))
     env["ENGRAM_DATABASE_URL"] = database_url
     env["ENGRAM_TEMPORAL_ADDRESS"] = settings.resolved_temporal_address
     env["ENGRAM_HOME"] = str(settings.home)

@@ -9,8 +9,10 @@ import sys  # noqa: E402
 
 from server.main import main  # noqa: E402
 
-# Exit explicitly: the Temporal SDK's runtime can abort during interpreter teardown.
-code = main()
-sys.stdout.flush()
-sys.stderr.flush()
-os._exit(code)
+# Guarded: with ENGRAM_API_PROCESSES > 1 the children are spawned and import this module again.
+if __name__ == "__main__":
+    # Exit explicitly: the Temporal SDK's runtime can abort during interpreter teardown.
+    code = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)

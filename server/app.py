@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -93,7 +94,14 @@ async def version(request: Request) -> Response:
 
 async def live(request: Request) -> Response:
     uptime = time.monotonic() - request.app.state.started
-    return JSONResponse({"status": "alive", "version": ENGRAM_VERSION, "uptime_seconds": uptime})
+    return JSONResponse(
+        {
+            "status": "alive",
+            "version": ENGRAM_VERSION,
+            "uptime_seconds": uptime,
+            "pid": os.getpid(),  # which of several server processes answered
+        }
+    )
 
 
 def create_app(open_services: ServicesFactory) -> Starlette:

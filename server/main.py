@@ -5,6 +5,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
+import signal
+import socket
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -18,6 +21,7 @@ from engine.auth.keys import active_key_count
 from engine.errors import ConfigurationError
 from engine.settings import Settings
 from server.app import create_app
+from server.processes import serve_processes
 from server.services import Services, open_services
 
 log = logging.getLogger("engram.server")
@@ -37,13 +41,31 @@ def main() -> int:
         return 2
     try:
         check_exposure(settings)
+        if settings.api_processes > 1:
+            return serve_processes(
+                settings.api_processes, settings.api_host, settings.api_port, serve_on
+            )
         return asyncio.run(_serve(settings))
     except ConfigurationError as exc:
         print(f"engram server: {exc}", file=sys.stderr)
         return 2
 
 
-async def _serve(settings: Settings) -> int:
+def serve_on(sock: socket.socket) -> None:
+    """One of several server processes (server/processes.py), on the parent's socket."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s server %(levelname)s %(message)s")
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent stops us with SIGTERM
+    try:
+        code = asyncio.run(_serve(Settings.from_env(), sock))
+    except ConfigurationError as exc:
+        print(f"engram server: {exc}", file=sys.stderr)
+        code = 2
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)  # as server/__main__.py: the Temporal runtime can abort in teardown
+
+
+async def _serve(settings: Settings, sock: socket.socket | None = None) -> int:
     """Services first, then the port: whatever the configuration gets wrong (the model, its
     directory, a database filled by another model) surfaces as a ConfigurationError before
     uvicorn starts, and main() prints it as one line. Opened in the app's lifespan instead, it
@@ -64,7 +86,7 @@ async def _serve(settings: Settings) -> int:
             lifespan="on",
         )
         server = uvicorn.Server(config)
-        await server.serve()
+        await server.serve(sockets=[sock] if sock is not None else None)
         return 0 if server.started else 1
 
 
