@@ -25,7 +25,10 @@ SPEAKER: Final = re.compile(
 )
 # Prefixes that label a line rather than name who speaks it.
 LABELS: Final = frozenset(
-    ["注意", "备注", "提示", "说明", "时间", "地点", "标题", "总结", "问题", "回答", "原因", "结论", "要求", "规则", "附注", "补充", "例如", "比如"]
+    (
+        *("注意", "备注", "提示", "说明", "时间", "地点", "标题", "总结", "问题"),
+        *("回答", "原因", "结论", "要求", "规则", "附注", "补充", "例如", "比如"),
+    )
 )
 # Whole sentences with no content: greetings, thanks, laughter, acknowledgements.
 _FILLER: Final = re.compile(
