@@ -314,6 +314,7 @@ class RecallEngine:
             window=window,
             prefer_observations=request.prefer_observations,
             config=config,
+            understood=self._embedder.known_share(request.query),
         )
         floors = request.min_scores
         keep: list[int] = []

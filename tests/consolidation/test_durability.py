@@ -62,6 +62,9 @@ class FailsOnce:
     def embed_tokens(self, texts: Sequence[str]) -> list[FloatMatrix]:
         return self._real.embed_tokens(texts)
 
+    def known_share(self, text: str) -> float:
+        return self._real.known_share(text)
+
     def embed_with_tokens(self, texts: Sequence[str]) -> tuple[FloatMatrix, list[FloatMatrix]]:
         if not self.failed:
             self.failed = True

@@ -213,3 +213,8 @@ def test_onnx_spec_with_missing_file_is_rejected(tmp_path: Path) -> None:
 def test_unknown_name_lists_known_names() -> None:
     with pytest.raises(ConfigurationError, match="known: minilm, minilm-fp32, onnx:"):
         load_embedder("bge-large")
+
+
+def test_known_share_is_low_for_chinese_under_minilm(minilm: MiniLMEmbedder) -> None:
+    assert minilm.known_share("What did Caroline do last week?") == 1.0
+    assert minilm.known_share("给小林写稿要注意什么") < 0.5
