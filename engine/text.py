@@ -10,7 +10,8 @@ the rest are removed: "Anna's" -> "anna", "she'd" -> "she", "don't" -> "dont").
 Then per word:
   * runs of CJK ideographs, kana and hangul become overlapping character bigrams (a lone
     character stays a unigram), because those scripts do not separate words with spaces;
-    Chinese runs are folded to Simplified characters and also cut into jieba words;
+    Chinese runs are folded to Simplified characters and cut into jieba words, each followed
+    by its characters (`CJK_MODE`);
   * ASCII-letter words drop English stop words and go through the Snowball English stemmer;
   * everything else (digits, accented or Cyrillic words, "gpt4") is kept as written.
 """
@@ -159,10 +160,12 @@ _CLITIC_RE: Final = re.compile("['’](?:s|ll|re|ve|d|m)$")
 _ASCII_WORD_RE: Final = re.compile("[a-z]+")
 
 
-CjkMode = Literal["bigrams", "words", "both"]
-# Chinese index terms: jieba words plus character bigrams. Measured on bench/zh_retrieval.py
-# (in-process BM25, recall@10 over all questions): see docs/benchmarks.md.
-CJK_MODE: Final[CjkMode] = "both"
+CjkMode = Literal["bigrams", "words", "both", "words+chars"]
+# Chinese index terms: jieba words, each followed by its characters ("家猫" -> 家猫 家 猫, so
+# "猫" finds it). Measured on bench/zh_retrieval.py (in-process BM25 over the raw turns,
+# recall@10, 32 questions): bigrams 0.651, both (words + bigrams) 0.682, words 0.771,
+# words+chars 0.870; details in docs/benchmarks.md.
+CJK_MODE: Final[CjkMode] = "words+chars"
 
 
 def tokenize(text: str) -> list[str]:
@@ -208,19 +211,26 @@ def _add_word(word: str, tokens: list[str]) -> None:
 
 def _add_cjk_run(run: str, tokens: list[str], cjk: CjkMode) -> None:
     """Bigrams for kana and hangul; for Chinese (Traditional folded to Simplified, so 臺灣
-    matches 台湾) bigrams, jieba words, or both. Single-character words are left to the
-    bigrams in "both": they are mostly particles (的, 了, 在)."""
+    matches 台湾) bigrams, jieba words, both, or words with their characters. Single-character
+    words are left to the bigrams in "both": they are mostly particles (的, 了, 在)."""
     han = HAN_RUN_RE.fullmatch(run) is not None
     if han:
         run = default_segmenter().simplified(run)
     if len(run) == 1:
         tokens.append(run)
         return
-    if not han or cjk != "words":
+    if not han or cjk in ("bigrams", "both"):
         tokens.extend(run[i : i + 2] for i in range(len(run) - 1))
-    if han and cjk != "bigrams":
-        words = default_segmenter().words(run)
-        tokens.extend(w for w in words if len(w) > 1 or cjk == "words")
+    if not han or cjk == "bigrams":
+        return
+    for word in default_segmenter().words(run):
+        if len(word) == 1:
+            if cjk != "both":
+                tokens.append(word)
+            continue
+        tokens.append(word)
+        if cjk == "words+chars":
+            tokens.extend(word)
 
 
 # English stems come from Snowball's English (Porter2) algorithm as PyStemmer 2.2 implements

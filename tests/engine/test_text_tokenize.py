@@ -140,9 +140,10 @@ def test_cjk_run_becomes_overlapping_bigrams() -> None:
     assert tokenize_with("北京烤鸭", "bigrams") == ["北京", "京烤", "烤鸭"]
 
 
-def test_chinese_run_adds_segmented_words_to_bigrams() -> None:
-    assert tokenize("给小林写稿") == ["给小", "小林", "林写", "写稿", "小林", "写稿"]
+def test_chinese_run_becomes_jieba_words_and_their_characters() -> None:
+    assert tokenize("给小林写稿") == ["给", "小林", "小", "林", "写稿", "写", "稿"]
     assert tokenize_with("给小林写稿", "words") == ["给", "小林", "写稿"]
+    assert tokenize_with("给小林写稿", "both") == ["给小", "小林", "林写", "写稿", "小林", "写稿"]
 
 
 def test_kana_run_stays_bigrams_only() -> None:
@@ -197,7 +198,7 @@ def test_cjk_is_not_filtered_by_the_english_stop_list() -> None:
 
 
 def test_mixed_script_splits_cjk_from_latin() -> None:
-    assert tokenize("我在Google工作") == ["我在", "googl", "工作", "工作"]
+    assert tokenize("我在Google工作") == ["我", "在", "googl", "工作", "工", "作"]
 
 
 def test_japanese_kana_and_kanji_form_one_run() -> None:
