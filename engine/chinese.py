@@ -11,6 +11,7 @@ them to the shared dictionary — so two banks never see each other's names.
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import cache
@@ -48,6 +49,7 @@ class ChineseSegmenter:
 
     def __init__(self) -> None:
         self._tokenizer = jieba.Tokenizer()
+        self._tokenizer.initialize()  # now, not inside the first request that segments
         self._tagger = jieba.posseg.POSTokenizer(self._tokenizer)
         self._t2s = opencc.OpenCC("t2s")
 
@@ -115,7 +117,16 @@ def _pieces(text: str, pattern: re.Pattern[str]) -> Iterator[tuple[int, int, boo
         yield cursor, len(text), False
 
 
-@cache
+_BUILDING: Final = threading.Lock()
+
+
 def default_segmenter() -> ChineseSegmenter:
-    """The process's one segmenter, built on first use (read-only after that)."""
+    """The process's one segmenter, built on first use (read-only after that); the lock keeps
+    two threads that segment at once from loading the dictionary twice."""
+    with _BUILDING:
+        return _built()
+
+
+@cache
+def _built() -> ChineseSegmenter:
     return ChineseSegmenter()

@@ -85,9 +85,9 @@ class Embedder(Protocol):
         """Both of the above from one model run."""
         ...
 
-    def known_share(self, text: str) -> float:
-        """The share of `text`'s tokens the model's vocabulary knows (not its unknown token):
-        1.0 for English under MiniLM, ~0.2 for Chinese, whose characters are mostly [UNK]."""
+    def known_tokens(self, text: str) -> list[bool]:
+        """Per non-special token of `text` (the rows `embed_tokens` returns), whether the
+        model's vocabulary knows it: MiniLM reads most Chinese characters as [UNK]."""
         ...
 
 
@@ -179,12 +179,10 @@ class OnnxSentenceEmbedder:
     def embed_tokens(self, texts: Sequence[str]) -> list[FloatMatrix]:
         return self._run(texts, want_tokens=True)[1]
 
-    def known_share(self, text: str) -> float:
+    def known_tokens(self, text: str) -> list[bool]:
         unknown = getattr(self._tokenizer.model, "unk_token", None)
-        tokens = self._tokenizer.encode(text, add_special_tokens=False).tokens
-        if not tokens or unknown is None:
-            return 1.0
-        return sum(1 for token in tokens if token != unknown) / len(tokens)
+        tokens = self._tokenizer.encode(text).tokens[1:-1]  # without [CLS] and [SEP]
+        return [token != unknown for token in tokens]
 
     def embed_with_tokens(self, texts: Sequence[str]) -> tuple[FloatMatrix, list[FloatMatrix]]:
         return self._run(texts, want_tokens=True)

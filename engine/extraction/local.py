@@ -61,7 +61,7 @@ class LocalExtractor:
     ) -> None:
         """`known_names`: entity names the bank already has, kept whole when Chinese text is
         segmented (see `with_known_names`)."""
-        self._segmenter = segmenter
+        self._segmenter = segmenter or default_segmenter()
         self._known = known_names
 
     def with_known_names(self, names: frozenset[str]) -> LocalExtractor:
@@ -81,8 +81,7 @@ class LocalExtractor:
                 if local_chinese.is_filler(raw):
                     continue
                 if segmenter is None:
-                    base = self._segmenter or default_segmenter()
-                    segmenter = base.for_bank(self._known | names)
+                    segmenter = self._segmenter.for_bank(self._known | names)
                 facts.append(
                     local_chinese.chinese_fact(
                         raw,

@@ -139,7 +139,7 @@ class RecallEngine:
         # of the fusion follows the query's known tokens (1.0 for English; ~0.2 for Chinese
         # under MiniLM, whose arm then mostly adds noise). bench/zh_retrieval.py: 0.797 -> see
         # docs/benchmarks.md.
-        understood = self._embedder.known_share(request.query)
+        understood = vectors.known_share
         weights = {**config.weights, "semantic": config.weights["semantic"] * understood}
         fused = fuse_rrf(arms, k=config.rrf_k, weights=weights, caps=config.caps)
         profile = config.budget(request.budget)
@@ -320,7 +320,7 @@ class RecallEngine:
             window=window,
             prefer_observations=request.prefer_observations,
             config=config,
-            understood=self._embedder.known_share(request.query),
+            understood=vectors.known_share,
         )
         floors = request.min_scores
         keep: list[int] = []
