@@ -93,14 +93,6 @@ async def test_writing_for_xiaolin_puts_the_sandbox_rule_first(
     client: httpx.AsyncClient, editorial: str
 ) -> None:
     body = await recall(client, editorial, "给小林写稿要注意什么")
-    import json
-
-    print(
-        json.dumps(
-            [(r["text"], r.get("scores")) for r in body["results"]], ensure_ascii=False, indent=0
-        )
-    )
-    print(json.dumps(body["trace"], ensure_ascii=False)[:3000])
     top = body["results"][0]
     assert "沙箱" in top["text"]
     assert "小林" in top["entities"]
