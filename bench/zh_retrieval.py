@@ -18,6 +18,7 @@ import argparse
 import asyncio
 import statistics
 import sys
+import time
 from collections.abc import Sequence
 from functools import partial
 from typing import Final
@@ -42,10 +43,31 @@ from bench.retrieval_metrics import MAX_RESULTS, comparison_table, headline_tabl
 from bench.zh_data import conversation
 from engine.bm25 import BM25Params
 from engine.embedding import MiniLMEmbedder
-from engine.text import CjkMode, tokenize_with
+from engine.extraction.local import LocalExtractor
+from engine.text import CjkMode, tokenize, tokenize_with
+from engine.types import ItemContext
 
 BANK_PREFIX: Final = "zh-"
 _MODES: Final[tuple[CjkMode, ...]] = ("bigrams", "words", "both", "words+chars")
+
+
+def cpu_costs(conv: Conversation, repeats: int = 20) -> None:
+    """Per-text CPU of the Chinese write path in this process (dictionary already loaded):
+    the local extractor (segmenting, dates, entities) and BM25 tokenising."""
+    extractor = LocalExtractor()
+    turns = conv.turns
+    extractor.extract(turns[0].content, ItemContext(turns[0].timestamp))  # warm-up
+    started = time.perf_counter()
+    for _ in range(repeats):
+        for turn in turns:
+            extractor.extract(turn.content, ItemContext(turn.timestamp))
+    extract_ms = (time.perf_counter() - started) * 1000 / (repeats * len(turns))
+    started = time.perf_counter()
+    for _ in range(repeats):
+        for turn in turns:
+            tokenize(turn.content)
+    tokenize_ms = (time.perf_counter() - started) * 1000 / (repeats * len(turns))
+    print(f"per turn: local extraction {extract_ms:.2f} ms, BM25 tokenising {tokenize_ms:.3f} ms")
 
 
 def run_baselines(
@@ -120,6 +142,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{percentile(latencies, 50) * 1000:.1f} ms, mean "
             f"{statistics.fmean(latencies) * 1000:.1f} ms"
         )
+    cpu_costs(conv)
     systems += run_baselines(conv, outcomes, dense=not args.no_dense)
     results = score_all(outcomes, systems)
     print()
