@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from engine.chinese import default_segmenter
+from engine.entities import normalize_name
 from engine.extraction.local import LocalExtractor
 from engine.types import ExtractedFact, ItemContext
 
@@ -77,3 +78,8 @@ def test_traditional_text_keeps_its_characters_and_gets_dates() -> None:
     (fact,) = extract("我上週去了臺北。", ItemContext(ITEM.mentioned_at, speaker="小林"))
     assert fact.text.startswith("小林上週（2026年9月21日至27日）去了臺北")
     assert fact.occurred_start == datetime(2026, 9, 21, tzinfo=UTC)
+
+
+def test_traditional_and_simplified_names_share_one_entity_key() -> None:
+    assert normalize_name("臺北") == normalize_name("台北") == "台北"
+    assert normalize_name("小林") == "小林"
