@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from engine.chinese import default_segmenter
+from engine.chunking import chunk_content
 from engine.entities import normalize_name
 from engine.extraction.local import LocalExtractor
 from engine.types import ExtractedFact, ItemContext
@@ -83,3 +84,10 @@ def test_traditional_text_keeps_its_characters_and_gets_dates() -> None:
 def test_traditional_and_simplified_names_share_one_entity_key() -> None:
     assert normalize_name("臺北") == normalize_name("台北") == "台北"
     assert normalize_name("小林") == "小林"
+
+
+def test_long_chinese_paragraph_is_chunked_at_sentence_ends() -> None:
+    sentence = "小林负责开源栏目，写稿前先在沙箱里把代码跑通。"
+    chunks = chunk_content("zh", sentence * 40, max_chars=200)
+    assert len(chunks) > 1
+    assert all(c.text.endswith("。") for c in chunks)
