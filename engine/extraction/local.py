@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from engine.chinese import BankSegmenter, ChineseSegmenter, default_segmenter, has_han
+from engine.chinese import BankSegmenter, ChineseSegmenter, default_segmenter
 from engine.dates import TimeSpan, find_time_spans, merge_spans
 from engine.extraction import local_chinese
 from engine.extraction.lexicon import (
@@ -77,7 +77,7 @@ class LocalExtractor:
         segmenter: BankSegmenter | None = None
         for sentence in sentences:
             raw = text[sentence.start : sentence.end]
-            if has_han(raw):
+            if local_chinese.is_chinese(raw):
                 if local_chinese.is_filler(raw):
                     continue
                 if segmenter is None:
@@ -121,7 +121,7 @@ def _sentences(text: str, default_speaker: str | None) -> Iterator[_Sentence]:
     speaker = default_speaker
     for line in re.finditer(r"[^\n]+", text):
         start, end = line.start(), line.end()
-        if has_han(line.group()):
+        if local_chinese.is_chinese(line.group()):
             named, start = local_chinese.speaker_prefix(text, start, end)
             speaker = named or speaker
             for first, last in local_chinese.split_sentences(text, start, end):

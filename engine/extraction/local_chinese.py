@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Final
 
+from engine.chinese import HAN_RE as HAN_CHAR_RE
 from engine.chinese import BankSegmenter, ChineseSegmenter, Word, has_han
 from engine.dates import TimeSpan, find_time_spans, merge_spans
 from engine.dates.chinese import chinese_label
@@ -54,8 +55,16 @@ _KINDS: Final[dict[str, EntityKind]] = {
 }
 
 
+_LATIN_WORD: Final = re.compile(r"[A-Za-z]+")
+
+
 def is_chinese(text: str) -> bool:
-    return has_han(text)
+    """Chinese enough for the Chinese path: more than two Han characters per Latin word, so
+    "团队主要用 Postgres" is Chinese and "Anna flew to 北京 with Tom" stays English."""
+    if not has_han(text):
+        return False
+    han = sum(1 for _ in HAN_CHAR_RE.finditer(text))
+    return han > 2 * len(_LATIN_WORD.findall(text))
 
 
 def split_sentences(text: str, start: int, end: int) -> Iterator[tuple[int, int]]:

@@ -91,3 +91,8 @@ def test_long_chinese_paragraph_is_chunked_at_sentence_ends() -> None:
     chunks = chunk_content("zh", sentence * 40, max_chars=200)
     assert len(chunks) > 1
     assert all(c.text.endswith("。") for c in chunks)
+
+
+def test_english_sentence_with_a_chinese_name_stays_on_the_english_path() -> None:
+    (fact,) = extract("Anna: I flew to 北京 with Tom yesterday.")
+    assert fact.text == "Anna flew to 北京 with Tom yesterday (1 October 2026)."
