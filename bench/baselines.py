@@ -9,7 +9,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,12 +28,18 @@ class Posting:
 class BM25Index:
     """Okapi BM25 over a fixed list of documents; ranks are document indexes."""
 
-    def __init__(self, documents: Sequence[str], params: BM25Params) -> None:
+    def __init__(
+        self,
+        documents: Sequence[str],
+        params: BM25Params,
+        tokenizer: Callable[[str], list[str]] = tokenize,
+    ) -> None:
         self._params = params
+        self._tokenize = tokenizer
         self._lengths: list[int] = []
         self._postings: dict[str, list[Posting]] = {}
         for doc, text in enumerate(documents):
-            terms = tokenize(text)
+            terms = tokenizer(text)
             self._lengths.append(len(terms))
             for term, tf in Counter(terms).items():
                 self._postings.setdefault(term, []).append(Posting(doc, tf))
@@ -43,7 +49,7 @@ class BM25Index:
     def search(self, query: str, limit: int) -> list[int]:
         """Best `limit` documents with a positive score; ties broken by document order."""
         scores: dict[int, float] = {}
-        for term in dict.fromkeys(tokenize(query)):
+        for term in dict.fromkeys(self._tokenize(query)):
             postings = self._postings.get(term)
             if not postings:
                 continue

@@ -62,7 +62,9 @@ _HEADING: Final = re.compile(r"#{1,6}(?:[ \t]|$)")
 # A sentence ends after terminal punctuation (and closing quotes or brackets) followed by
 # whitespace, or at a line break. Abbreviations ("e.g. this") end one too: harmless here,
 # because sentences are only packing units, never shown alone.
-_SENTENCE_END: Final = re.compile(r"[.!?…]+[\"'”’)\]]*(?=\s)|(?=\n)")
+# Latin terminators need a space after them ("3.5" is no end); Chinese ones (。！？；) do not,
+# as Chinese puts no space between sentences.
+_SENTENCE_END: Final = re.compile(r"[.!?…]+[\"'”’)\]]*(?=\s)|[。！？；]+[”’」』）]*|(?=\n)")
 _WORD: Final = re.compile(r"\S+")
 
 

@@ -85,6 +85,11 @@ class Embedder(Protocol):
         """Both of the above from one model run."""
         ...
 
+    def known_tokens(self, text: str) -> list[bool]:
+        """Per non-special token of `text` (the rows `embed_tokens` returns), whether the
+        model's vocabulary knows it: MiniLM reads most Chinese characters as [UNK]."""
+        ...
+
 
 def _l2_normalise(matrix: FloatMatrix) -> FloatMatrix:
     norms = np.linalg.norm(matrix, axis=-1, keepdims=True)
@@ -173,6 +178,11 @@ class OnnxSentenceEmbedder:
 
     def embed_tokens(self, texts: Sequence[str]) -> list[FloatMatrix]:
         return self._run(texts, want_tokens=True)[1]
+
+    def known_tokens(self, text: str) -> list[bool]:
+        unknown = getattr(self._tokenizer.model, "unk_token", None)
+        tokens = self._tokenizer.encode(text).tokens[1:-1]  # without [CLS] and [SEP]
+        return [token != unknown for token in tokens]
 
     def embed_with_tokens(self, texts: Sequence[str]) -> tuple[FloatMatrix, list[FloatMatrix]]:
         return self._run(texts, want_tokens=True)

@@ -54,6 +54,7 @@ from datetime import datetime
 from types import MappingProxyType
 from typing import Literal
 
+from engine.chinese import default_segmenter
 from engine.errors import InvalidInput
 
 W_NAME = 0.6
@@ -144,7 +145,8 @@ class Resolution:
 def normalize_name(name: str) -> str:
     """The comparison key stored in `entities.normalized_name`; idempotent.
 
-    NFKC, casefold, accents stripped from Latin/Greek/Cyrillic only (kana voicing marks and
+    NFKC, casefold, Traditional Chinese folded to Simplified (keys only: names keep their
+    characters), accents stripped from Latin/Greek/Cyrillic only (kana voicing marks and
     Indic vowel signs carry meaning), dashes and underscores become spaces, punctuation
     trimmed from token edges, dots dropped unless between digits, a trailing possessive
     "'s" dropped, leading "the" dropped. Legal suffixes ("Inc") are kept: no magic.
@@ -155,6 +157,7 @@ def normalize_name(name: str) -> str:
     else:
         visible = "".join(ch for ch in name if unicodedata.category(ch) != "Cf")  # zero-widths
         text = unicodedata.normalize("NFKC", visible).casefold().translate(_APOSTROPHES)
+        text = default_segmenter().simplified(text)  # 臺北 and 台北 are one place
         spaced = "".join(
             " " if ch.isspace() or unicodedata.category(ch) in ("Pd", "Pc") else ch for ch in text
         )

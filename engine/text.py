@@ -10,19 +10,24 @@ the rest are removed: "Anna's" -> "anna", "she'd" -> "she", "don't" -> "dont").
 Then per word:
   * runs of CJK ideographs, kana and hangul become overlapping character bigrams (a lone
     character stays a unigram), because those scripts do not separate words with spaces;
-  * ASCII-letter words drop English stop words and go through the Porter2 stemmer;
+    Chinese runs are folded to Simplified characters and cut into jieba words, each followed
+    by its characters (`CJK_MODE`);
+  * ASCII-letter words drop English stop words and go through the Snowball English stemmer;
   * everything else (digits, accented or Cyrillic words, "gpt4") is kept as written.
 """
 
 from __future__ import annotations
 
 import re
+import threading
 import unicodedata
 from collections import Counter
-from collections.abc import Mapping
 from functools import lru_cache
-from types import MappingProxyType
-from typing import Final
+from typing import Final, Literal
+
+import Stemmer
+
+from engine.chinese import HAN_RUN_RE, default_segmenter
 
 # Longer tokens are truncated, never dropped: the same text truncates the same way at retain
 # and at query time, and `memory_terms.term` sits in a btree key, which has a size limit.
@@ -155,8 +160,21 @@ _CLITIC_RE: Final = re.compile("['’](?:s|ll|re|ve|d|m)$")
 _ASCII_WORD_RE: Final = re.compile("[a-z]+")
 
 
+CjkMode = Literal["bigrams", "words", "both", "words+chars"]
+# Chinese index terms: jieba words, each followed by its characters ("家猫" -> 家猫 家 猫, so
+# "猫" finds it). Measured on bench/zh_retrieval.py (in-process BM25 over the raw turns,
+# recall@10, 32 questions): bigrams 0.651, both (words + bigrams) 0.682, words 0.771,
+# words+chars 0.870; details in docs/benchmarks.md.
+CJK_MODE: Final[CjkMode] = "words+chars"
+
+
 def tokenize(text: str) -> list[str]:
     """Index terms of `text`, in order, with repeats (term frequency is their count)."""
+    return tokenize_with(text, CJK_MODE)
+
+
+def tokenize_with(text: str, cjk: CjkMode) -> list[str]:
+    """`tokenize` with a chosen treatment of Chinese runs (for measuring the choice)."""
     normalised = unicodedata.normalize("NFKC", text).casefold().replace("_", " ")
     tokens: list[str] = []
     for match in _WORD_RE.finditer(normalised):
@@ -170,7 +188,7 @@ def tokenize(text: str) -> list[str]:
         for run in _CJK_RUN_RE.finditer(word):
             if run.start() > position:
                 _add_word(word[position : run.start()], tokens)
-            _add_cjk_run(run.group(), tokens)
+            _add_cjk_run(run.group(), tokens, cjk)
             position = run.end()
         if position < len(word):
             _add_word(word[position:], tokens)
@@ -191,264 +209,43 @@ def _add_word(word: str, tokens: list[str]) -> None:
     tokens.append(word[:MAX_TOKEN_CHARS])
 
 
-def _add_cjk_run(run: str, tokens: list[str]) -> None:
+def _add_cjk_run(run: str, tokens: list[str], cjk: CjkMode) -> None:
+    """Bigrams for kana and hangul; for Chinese (Traditional folded to Simplified, so 臺灣
+    matches 台湾) bigrams, jieba words, both, or words with their characters. Single-character
+    words are left to the bigrams in "both": they are mostly particles (的, 了, 在)."""
+    han = HAN_RUN_RE.fullmatch(run) is not None
+    if han:
+        run = default_segmenter().simplified(run)
     if len(run) == 1:
         tokens.append(run)
         return
-    tokens.extend(run[i : i + 2] for i in range(len(run) - 1))
+    if not han or cjk in ("bigrams", "both"):
+        tokens.extend(run[i : i + 2] for i in range(len(run) - 1))
+    if not han or cjk == "bigrams":
+        return
+    for word in default_segmenter().words(run):
+        if len(word) == 1:
+            if cjk != "both":
+                tokens.append(word)
+            continue
+        tokens.append(word)
+        if cjk == "words+chars":
+            tokens.extend(word)
 
 
-# --- Porter2 (Snowball English) stemmer ---------------------------------------------------
-#
-# Implemented from the published algorithm description. Words are lowercase ASCII; a "Y"
-# marks a y that acts as a consonant. R1 is the region after the first non-vowel that follows
-# a vowel (or the empty end of the word); R2 is the same rule applied inside R1. A suffix is
-# "in R1" when it starts at or after R1's start. Each step removes the LONGEST matching suffix
-# from its list; when that suffix's condition fails the step does nothing (no fallback to a
-# shorter suffix).
-
-_VOWELS: Final = frozenset("aeiouy")
-_DOUBLES: Final = ("bb", "dd", "ff", "gg", "mm", "nn", "pp", "rr", "tt")
-_LI_ENDINGS: Final = frozenset("cdeghkmnrt")
-_R1_PREFIXES: Final = ("gener", "commun", "arsen")
-
-_EXCEPTIONS: Final[Mapping[str, str]] = MappingProxyType(
-    {
-        "skis": "ski",
-        "skies": "sky",
-        "dying": "die",
-        "lying": "lie",
-        "tying": "tie",
-        "idly": "idl",
-        "gently": "gentl",
-        "ugly": "ugli",
-        "early": "earli",
-        "only": "onli",
-        "singly": "singl",
-        "sky": "sky",
-        "news": "news",
-        "howe": "howe",
-        "atlas": "atlas",
-        "cosmos": "cosmos",
-        "bias": "bias",
-        "andes": "andes",
-    }
-)
-_INVARIANT_AFTER_1A: Final = frozenset(
-    ("inning", "outing", "canning", "herring", "earring", "proceed", "exceed", "succeed")
-)
-
-# (suffix, replacement), longest first so the first match is the longest.
-_STEP1B: Final = ("eedly", "ingly", "edly", "eed", "ing", "ed")
-_STEP2: Final = (
-    ("ization", "ize"),
-    ("ational", "ate"),
-    ("fulness", "ful"),
-    ("ousness", "ous"),
-    ("iveness", "ive"),
-    ("tional", "tion"),
-    ("biliti", "ble"),
-    ("lessli", "less"),
-    ("entli", "ent"),
-    ("ation", "ate"),
-    ("alism", "al"),
-    ("aliti", "al"),
-    ("ousli", "ous"),
-    ("iviti", "ive"),
-    ("fulli", "ful"),
-    ("enci", "ence"),
-    ("anci", "ance"),
-    ("abli", "able"),
-    ("izer", "ize"),
-    ("ator", "ate"),
-    ("alli", "al"),
-    ("bli", "ble"),
-    ("ogi", "og"),  # only after "l"
-    ("li", ""),  # only after a valid li-ending
-)
-_STEP3: Final = (
-    ("ational", "ate"),
-    ("tional", "tion"),
-    ("alize", "al"),
-    ("icate", "ic"),
-    ("iciti", "ic"),
-    ("ative", ""),  # only in R2
-    ("ical", "ic"),
-    ("ness", ""),
-    ("ful", ""),
-)
-_STEP4: Final = (
-    "ement",
-    "ance",
-    "ence",
-    "able",
-    "ible",
-    "ment",
-    "ant",
-    "ent",
-    "ism",
-    "ate",
-    "iti",
-    "ous",
-    "ive",
-    "ize",
-    "ion",  # only after "s" or "t"
-    "al",
-    "er",
-    "ic",
-)
+# English stems come from Snowball's English (Porter2) algorithm as PyStemmer 2.2 implements
+# it (Snowball 2.2). It gives the same stems as the Porter2 stemmer this module used to carry
+# on all 11,577 distinct words of LoCoMo, so terms stored before the switch still match.
+# Snowball 3.0 (PyStemmer 3.x) changes 15 of them ("organization" -> "organiz", not "organ"),
+# so moving to it needs the stored terms re-tokenised first.
+# PyStemmer's objects are not thread-safe (recall tokenises in a thread pool): one per thread.
+_STEMMERS: Final = threading.local()
 
 
 @lru_cache(maxsize=1 << 16)
 def stem(word: str) -> str:
-    """Porter2 stem of a lowercase ASCII word; memoised because chat text repeats words."""
-    exception = _EXCEPTIONS.get(word)
-    if exception is not None:
-        return exception
-    if len(word) <= 2:
-        return word
-    w = _mark_consonant_y(word.lstrip("'"))
-    r1, r2 = _regions(w)
-    w = _step0(w)
-    w = _step1a(w)
-    if w in _INVARIANT_AFTER_1A:
-        return w
-    w = _step1b(w, r1)
-    w = _step1c(w)
-    w = _step2(w, r1)
-    w = _step3(w, r1, r2)
-    w = _step4(w, r2)
-    w = _step5(w, r1, r2)
-    return w.replace("Y", "y")
-
-
-def _mark_consonant_y(word: str) -> str:
-    """Uppercase a y at the start of the word or after a vowel: it is a consonant there."""
-    if "y" not in word:
-        return word
-    chars = list(word)
-    for i, c in enumerate(chars):
-        if c == "y" and (i == 0 or chars[i - 1] in _VOWELS):
-            chars[i] = "Y"
-    return "".join(chars)
-
-
-def _region_start(w: str, start: int) -> int:
-    for i in range(start + 1, len(w)):
-        if w[i] not in _VOWELS and w[i - 1] in _VOWELS:
-            return i + 1
-    return len(w)
-
-
-def _regions(w: str) -> tuple[int, int]:
-    r1 = next((len(p) for p in _R1_PREFIXES if w.startswith(p)), -1)
-    if r1 < 0:
-        r1 = _region_start(w, 0)
-    return r1, _region_start(w, r1)
-
-
-def _ends_short_syllable(w: str) -> bool:
-    """Non-vowel, vowel, non-vowel other than w/x/Y at the end; or vowel, non-vowel as the
-    whole word."""
-    if len(w) == 2:
-        return w[0] in _VOWELS and w[1] not in _VOWELS
-    return (
-        len(w) >= 3
-        and w[-3] not in _VOWELS
-        and w[-2] in _VOWELS
-        and w[-1] not in _VOWELS
-        and w[-1] not in "wxY"
-    )
-
-
-def _step0(w: str) -> str:
-    for suffix in ("'s'", "'s", "'"):
-        if w.endswith(suffix):
-            return w[: -len(suffix)]
-    return w
-
-
-def _step1a(w: str) -> str:
-    if w.endswith("sses"):
-        return w[:-2]
-    if w.endswith(("ied", "ies")):
-        return w[:-2] if len(w) > 4 else w[:-1]
-    if w.endswith(("us", "ss")):
-        return w
-    if w.endswith("s") and any(c in _VOWELS for c in w[:-2]):
-        return w[:-1]
-    return w
-
-
-def _step1b(w: str, r1: int) -> str:
-    for suffix in _STEP1B:
-        if not w.endswith(suffix):
-            continue
-        base = w[: -len(suffix)]
-        if suffix in ("eed", "eedly"):
-            return base + "ee" if len(base) >= r1 else w
-        if not any(c in _VOWELS for c in base):
-            return w
-        if base.endswith(("at", "bl", "iz")):
-            return base + "e"
-        if base.endswith(_DOUBLES):
-            return base[:-1]
-        if _ends_short_syllable(base) and r1 >= len(base):
-            return base + "e"
-        return base
-    return w
-
-
-def _step1c(w: str) -> str:
-    if len(w) > 2 and w[-1] in "yY" and w[-2] not in _VOWELS:
-        return w[:-1] + "i"
-    return w
-
-
-def _step2(w: str, r1: int) -> str:
-    for suffix, replacement in _STEP2:
-        if not w.endswith(suffix):
-            continue
-        base = w[: -len(suffix)]
-        if len(base) < r1:
-            return w
-        if suffix == "ogi" and not base.endswith("l"):
-            return w
-        if suffix == "li" and (not base or base[-1] not in _LI_ENDINGS):
-            return w
-        return base + replacement
-    return w
-
-
-def _step3(w: str, r1: int, r2: int) -> str:
-    for suffix, replacement in _STEP3:
-        if not w.endswith(suffix):
-            continue
-        base = w[: -len(suffix)]
-        if len(base) < r1 or (suffix == "ative" and len(base) < r2):
-            return w
-        return base + replacement
-    return w
-
-
-def _step4(w: str, r2: int) -> str:
-    for suffix in _STEP4:
-        if not w.endswith(suffix):
-            continue
-        base = w[: -len(suffix)]
-        if len(base) < r2:
-            return w
-        if suffix == "ion" and not base.endswith(("s", "t")):
-            return w
-        return base
-    return w
-
-
-def _step5(w: str, r1: int, r2: int) -> str:
-    if w.endswith("e"):
-        base = w[:-1]
-        if len(base) >= r2 or (len(base) >= r1 and not _ends_short_syllable(base)):
-            return base
-    elif w.endswith("ll") and len(w) - 1 >= r2:
-        return w[:-1]
-    return w
+    """English Snowball stem of a lowercase ASCII word; memoised because chat repeats words."""
+    stemmer = getattr(_STEMMERS, "english", None)
+    if stemmer is None:
+        stemmer = _STEMMERS.english = Stemmer.Stemmer("english")
+    return str(stemmer.stemWord(word))

@@ -7,6 +7,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 
+from engine.chinese import default_segmenter, has_han
+from engine.dates.chinese import CHINESE_PREFILTER, CHINESE_RULES
 from engine.dates.days import DayRange, label, midnight
 from engine.dates.rules import PREFILTER, RULES, Context
 from engine.dates.vocabulary import YEAR_RE
@@ -31,17 +33,29 @@ def find_time_spans(text: str, reference: datetime) -> list[TimeSpan]:
     """Every time expression in `text`, resolved against `reference`, in text order.
 
     Of overlapping candidates the longest wins ("in June 2023" is June 2023, not "in June").
+    Chinese expressions are matched on the text with Traditional characters folded to
+    Simplified ("上週" is "上周"), when the folding keeps every offset.
     """
-    if not PREFILTER.search(text):
+    english = PREFILTER.search(text) is not None
+    chinese = has_han(text) and CHINESE_PREFILTER.search(text) is not None
+    if not english and not chinese:
         return []
     ref_dt = reference if reference.tzinfo is not None else reference.replace(tzinfo=UTC)
     ctx = Context(text=text, ref=ref_dt.date())
     found: list[tuple[int, int, DayRange]] = []
-    for pattern, resolve in RULES:
+    for pattern, resolve in RULES if english else ():
         for m in pattern.finditer(text):
             rng = resolve(m, ctx)
             if rng is not None and rng[0] < rng[1]:
                 found.append((m.start(), m.end(), rng))
+    if chinese:
+        folded = default_segmenter().simplified(text)
+        folded = folded if len(folded) == len(text) else text
+        for pattern, resolve_zh in CHINESE_RULES:
+            for m in pattern.finditer(folded):
+                rng = resolve_zh(m, ctx.ref, folded)
+                if rng is not None and rng[0] < rng[1]:
+                    found.append((m.start(), m.end(), rng))
     found.sort(key=lambda f: (f[0] - f[1], f[0]))
     kept: list[tuple[int, int, DayRange]] = []
     for cand in found:

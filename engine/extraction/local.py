@@ -14,7 +14,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from engine.chinese import BankSegmenter, ChineseSegmenter, default_segmenter
 from engine.dates import TimeSpan, find_time_spans, merge_spans
+from engine.extraction import local_chinese
 from engine.extraction.lexicon import (
     ABBREVIATIONS,
     ADVERBS,
@@ -54,14 +56,45 @@ class _Sentence:
 class LocalExtractor:
     """Rule-based extraction, good enough to be the default when no LLM is configured."""
 
+    def __init__(
+        self, segmenter: ChineseSegmenter | None = None, known_names: frozenset[str] = frozenset()
+    ) -> None:
+        """`known_names`: entity names the bank already has, kept whole when Chinese text is
+        segmented (see `with_known_names`)."""
+        self._segmenter = segmenter or default_segmenter()
+        self._known = known_names
+
+    def with_known_names(self, names: frozenset[str]) -> LocalExtractor:
+        """An extractor for one bank: its known entity names are recognised next time."""
+        return LocalExtractor(self._segmenter, self._known | names)
+
     def extract(self, text: str, item: ItemContext) -> list[ExtractedFact]:
         sentences = list(_sentences(text, item.speaker))
         names = _participants(item, sentences)
         capitalised_mid = frozenset(MID_CAPITAL.findall(text))
         facts: list[ExtractedFact] = []
         previous_speaker: str | None = None
+        segmenter: BankSegmenter | None = None
         for sentence in sentences:
             raw = text[sentence.start : sentence.end]
+            if local_chinese.is_chinese(raw):
+                if local_chinese.is_filler(raw):
+                    continue
+                if segmenter is None:
+                    segmenter = self._segmenter.for_bank(self._known | names)
+                facts.append(
+                    local_chinese.chinese_fact(
+                        raw,
+                        sentence.speaker,
+                        item=item,
+                        names=names | self._known,
+                        segmenter=segmenter,
+                        source=(sentence.start, sentence.end),
+                        causes=[],
+                    )
+                )
+                previous_speaker = sentence.speaker
+                continue
             if not sentence.shared and _is_filler(raw, names):
                 continue
             causes = (
@@ -88,6 +121,12 @@ def _sentences(text: str, default_speaker: str | None) -> Iterator[_Sentence]:
     speaker = default_speaker
     for line in re.finditer(r"[^\n]+", text):
         start, end = line.start(), line.end()
+        if local_chinese.is_chinese(line.group()):
+            named, start = local_chinese.speaker_prefix(text, start, end)
+            speaker = named or speaker
+            for first, last in local_chinese.split_sentences(text, start, end):
+                yield _Sentence(first, last, speaker)
+            continue
         prefix = SPEAKER.match(text, start, end)
         if prefix:  # "Caroline: ..." names the speaker; "Note: ..." is only a label
             if prefix.group("name").lower().rstrip(".") not in LABELS:

@@ -135,7 +135,13 @@ class RecallEngine:
         timer.add("retrieve", started)
 
         config = self._config
-        fused = fuse_rrf(arms, k=config.rrf_k, weights=config.weights, caps=config.caps)
+        # The semantic arm is as deaf as MaxSim to words its model does not know: its share
+        # of the fusion follows the query's known tokens (1.0 for English; ~0.2 for Chinese
+        # under MiniLM, whose arm then mostly adds noise). bench/zh_retrieval.py: 0.797 -> see
+        # docs/benchmarks.md.
+        understood = vectors.known_share
+        weights = {**config.weights, "semantic": config.weights["semantic"] * understood}
+        fused = fuse_rrf(arms, k=config.rrf_k, weights=weights, caps=config.caps)
         profile = config.budget(request.budget)
         candidates = shortlist(fused, arms, profile.rerank_depth, config.reserve)
         fetch_started = time.perf_counter()
@@ -314,6 +320,7 @@ class RecallEngine:
             window=window,
             prefer_observations=request.prefer_observations,
             config=config,
+            understood=vectors.known_share,
         )
         floors = request.min_scores
         keep: list[int] = []

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+import numpy as np
+
 from engine.dates import parse_query_window
 from engine.embedding import Embedder
 from engine.recall.types import FloatMatrix, FloatVector, TimeWindow
@@ -21,7 +23,8 @@ class QueryText:
 @dataclass(frozen=True)
 class QueryVectors:
     vector: FloatVector  # the pooled sentence embedding (unit norm)
-    tokens: FloatMatrix  # per-token states for MaxSim (unit-norm rows)
+    tokens: FloatMatrix  # per-token states for MaxSim (unit-norm rows), known tokens only
+    known_share: float  # share of the query's tokens the model knows (1.0 for English)
 
 
 def analyse_text(query: str, reference: datetime) -> QueryText:
@@ -31,5 +34,13 @@ def analyse_text(query: str, reference: datetime) -> QueryText:
 
 
 def embed_query(embedder: Embedder, query: str) -> QueryVectors:
+    """The query's vectors. Tokens the model does not know ([UNK]: most Chinese characters
+    under MiniLM) are left out of MaxSim: every [UNK] looks like every other, so they would
+    favour facts by how much unknown text they hold, not by what they say."""
     pooled, tokens = embedder.embed_with_tokens([query])
-    return QueryVectors(pooled[0], tokens[0])
+    known = embedder.known_tokens(query)
+    matrix = tokens[0]
+    if len(known) == len(matrix) and any(known) and not all(known):
+        matrix = matrix[np.array(known)]
+    share = sum(known) / len(known) if known else 1.0
+    return QueryVectors(pooled[0], matrix, share)

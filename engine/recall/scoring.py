@@ -1,6 +1,9 @@
 """Combined scoring: the relevance from fusion and the reranker, plus bounded boosts.
 
     base  = α · norm(reranker) + (1 − α) · norm(fused)          (min-max over the candidates)
+    α     = rerank_weight · known share of the query's tokens    (the reranker's model reads
+            "给小林写稿要注意什么" as 7 [UNK] of 9 tokens: its MaxSim over them is noise, and
+            a Chinese query is then ranked by fusion, i.e. BM25 over words, instead)
     final = base + w_rec · recency + w_tmp · proximity + w_prf · proof + w_obs · [observation]
 
 recency   = 0.5 ^ (age_days / half_life), age from the fact's date (occurred, else mentioned)
@@ -96,12 +99,13 @@ def combined_scores(
     window: TimeWindow | None,
     prefer_observations: bool,
     config: RecallConfig,
+    understood: float = 1.0,
 ) -> list[float]:
     fused_n = normalise(fused)
     if reranked is None:
         base = fused_n
     else:
-        alpha = config.rerank_weight
+        alpha = config.rerank_weight * understood
         base = [
             alpha * r + (1 - alpha) * f for r, f in zip(normalise(reranked), fused_n, strict=True)
         ]

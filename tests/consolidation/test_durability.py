@@ -62,6 +62,9 @@ class FailsOnce:
     def embed_tokens(self, texts: Sequence[str]) -> list[FloatMatrix]:
         return self._real.embed_tokens(texts)
 
+    def known_tokens(self, text: str) -> list[bool]:
+        return self._real.known_tokens(text)
+
     def embed_with_tokens(self, texts: Sequence[str]) -> tuple[FloatMatrix, list[FloatMatrix]]:
         if not self.failed:
             self.failed = True

@@ -213,3 +213,10 @@ def test_onnx_spec_with_missing_file_is_rejected(tmp_path: Path) -> None:
 def test_unknown_name_lists_known_names() -> None:
     with pytest.raises(ConfigurationError, match="known: minilm, minilm-fp32, onnx:"):
         load_embedder("bge-large")
+
+
+def test_known_tokens_mark_chinese_unknowns_under_minilm(minilm: MiniLMEmbedder) -> None:
+    assert all(minilm.known_tokens("What did Caroline do last week?"))
+    known = minilm.known_tokens("给小林写稿要注意什么")
+    assert known == [False, True, True, *[False] * 7]
+    assert len(known) == len(minilm.embed_tokens(["给小林写稿要注意什么"])[0])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine.text import MAX_TOKEN_CHARS, stem, term_frequencies, tokenize
+from engine.text import MAX_TOKEN_CHARS, stem, term_frequencies, tokenize, tokenize_with
 
 # Porter2 (Snowball English) stems of well-known words, as the published algorithm gives them.
 STEMS = [
@@ -137,7 +137,51 @@ def test_apostrophe_inside_a_name_joins_it() -> None:
 
 
 def test_cjk_run_becomes_overlapping_bigrams() -> None:
-    assert tokenize("北京烤鸭") == ["北京", "京烤", "烤鸭"]
+    assert tokenize_with("北京烤鸭", "bigrams") == ["北京", "京烤", "烤鸭"]
+
+
+def test_chinese_run_becomes_jieba_words_and_their_characters() -> None:
+    assert tokenize("给小林写稿") == ["给", "小林", "小", "林", "写稿", "写", "稿"]
+    assert tokenize_with("给小林写稿", "words") == ["给", "小林", "写稿"]
+    assert tokenize_with("给小林写稿", "both") == ["给小", "小林", "林写", "写稿", "小林", "写稿"]
+
+
+def test_kana_run_stays_bigrams_only() -> None:
+    assert tokenize("カタカナ") == ["カタ", "タカ", "カナ"]
+
+
+def test_traditional_characters_match_simplified() -> None:
+    assert set(tokenize("臺灣的軟體")) == set(tokenize("台湾的软体"))
+
+
+# Stems the hand-written Porter2 stemmer produced before engine/text.py moved to PyStemmer:
+# terms stored by an existing database must come out of the new stemmer unchanged.
+_STORED_STEMS = {
+    "added": "ad",
+    "adding": "ad",
+    "agreed": "agre",
+    "atlas": "atlas",
+    "construction": "construct",
+    "dangerous": "danger",
+    "destinations": "destin",
+    "dying": "die",
+    "early": "earli",
+    "emergencies": "emerg",
+    "evening": "even",
+    "exceeding": "exceed",
+    "generously": "generous",
+    "international": "intern",
+    "news": "news",
+    "organization": "organ",
+    "skies": "sky",
+    "university": "univers",
+    "universal": "univers",
+    "volunteering": "volunt",
+}
+
+
+def test_stems_match_terms_stored_before_the_stemmer_change() -> None:
+    assert {word: stem(word) for word in _STORED_STEMS} == _STORED_STEMS
 
 
 def test_single_cjk_character_is_a_unigram() -> None:
@@ -154,7 +198,7 @@ def test_cjk_is_not_filtered_by_the_english_stop_list() -> None:
 
 
 def test_mixed_script_splits_cjk_from_latin() -> None:
-    assert tokenize("我在Google工作") == ["我在", "googl", "工作"]
+    assert tokenize("我在Google工作") == ["我", "在", "googl", "工作", "工", "作"]
 
 
 def test_japanese_kana_and_kanji_form_one_run() -> None:

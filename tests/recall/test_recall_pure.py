@@ -191,6 +191,27 @@ def test_combined_scores_add_only_weighted_boosts() -> None:
     assert finals[1] == pytest.approx(1.0 + 0.5 / (1 + 300))  # 300 days from a 1-day window
 
 
+def test_reranker_weight_shrinks_with_the_share_of_the_query_it_understands() -> None:
+    rows = [row(), row()]
+    config = RecallConfig(rerank_weight=0.9, recency_weight=0.0)
+
+    def ranked(understood: float) -> list[float]:
+        return combined_scores(
+            rows,
+            [0.6, 0.1],  # fusion (BM25 over Chinese words) prefers the first
+            [0.1, 0.6],  # MaxSim over [UNK] tokens prefers the second
+            reference=MAY_1,
+            window=None,
+            prefer_observations=False,
+            config=config,
+            understood=understood,
+        )
+
+    english, chinese = ranked(1.0), ranked(0.2)
+    assert english[1] > english[0]
+    assert chinese[0] > chinese[1]
+
+
 def test_a_question_scores_below_a_statement_as_relevant() -> None:
     rows = [row(text="Caroline: Seen any good movies lately? "), row(text="Caroline saw Heat.")]
     config = RecallConfig(question_penalty=0.2)
