@@ -18,6 +18,7 @@ import uvicorn
 
 from engine.auth.audit import sweep_audit
 from engine.auth.keys import active_key_count
+from engine.chinese import default_segmenter
 from engine.errors import ConfigurationError
 from engine.settings import Settings
 from server.app import create_app
@@ -73,6 +74,9 @@ async def _serve(settings: Settings, sock: socket.socket | None = None) -> int:
     async with open_services(settings) as opened, sweeping_audit(opened):
         async with opened.pool.acquire() as conn:
             log.info("%s", auth_summary(settings, await active_key_count(conn)))
+        # jieba's dictionary loads in ~0.5 s (much longer on a loaded host): before the port
+        # opens, not inside the first Chinese recall.
+        await asyncio.to_thread(default_segmenter)
 
         @asynccontextmanager
         async def services() -> AsyncIterator[Services]:
