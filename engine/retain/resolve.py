@@ -1,12 +1,48 @@
-"""Step 4: resolve the staged facts' entity mentions to the bank's canonical entities."""
+"""Step 4: resolve the staged facts' entity mentions to the bank's canonical entities.
+
+Cost per batch does not grow with how popular an entity is or how many batches are in flight
+(issue 17: a Zipf-like journal spent 2.5 s a document here, 90% of the import, most of it
+waiting on per-name advisory locks while the evidence of popular entities was gathered):
+
+- Every distinct name of the batch is looked up in one statement by its normalised key (the
+  unique index). A name that is an entity's canonical name resolves to it with no further
+  work: tier 0 of engine.entities wins whatever the other candidates are.
+- Only the other names (new ones, nicknames, typos) fetch candidates (exact, alias and
+  trigram neighbours, in one statement for all of them) and then co-occurrence evidence
+  for their candidates, in bounded work: whether a candidate has appeared with each entity
+  already resolved for the same fact is one EXISTS walked from the less mentioned side, and
+  the rest of its co-occurring set (used only for ranking) is read from at most
+  COOCCURRENCE_SAMPLE of its mentions.
+- No locks are held while deciding. New entities are created at the end in one
+  `INSERT ... ON CONFLICT DO NOTHING` in key order (two batches creating the same names
+  wait on each other's rows in the same order, so they queue instead of deadlocking), under
+  the deterministic id of their key, so two documents naming a new entity at once create
+  one. Aliases are added after that, in entity-id order (the order upsert locks entity rows).
+
+Two concurrent batches see the same stored entities, so without the old locks one may
+create a name the other, with more evidence, merges into an existing entity as an alias:
+the name's facts are then split between two entities (recall still finds them), never
+merged wrongly. Inside a batch, mentions are decided in fact order and see the entities and
+aliases the batch's earlier mentions created, as before.
+"""
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 
+import asyncpg
+
 from engine.db import Connection
-from engine.entities import Candidate, Mention, normalize_name, resolve_mention
+from engine.entities import (
+    Candidate,
+    Mention,
+    normalize_name,
+    resolve_mention,
+    trigram_similarity,
+)
 from engine.retain.payloads import StagedFacts
 
 ENTITY_NAMESPACE = uuid.UUID("0c7d7e0e-2b4a-4f51-9d8e-51e9f1a0b7c3")
@@ -14,6 +50,11 @@ ENTITY_NAMESPACE = uuid.UUID("0c7d7e0e-2b4a-4f51-9d8e-51e9f1a0b7c3")
 # name (pg_trgm's `%`, similarity >= 0.3, served by the GIN index). The decision itself is
 # engine.entities.resolve_mention's, which is far stricter than the candidate floor.
 CANDIDATE_LIMIT = 20
+TRIGRAM_FLOOR = 0.3  # pg_trgm.similarity_threshold's default, for entities of this batch
+# Mentions of a candidate read to estimate its co-occurring set, which only ranks accepted
+# candidates (the Jaccard term of the score); the evidence that accepts one (entities it
+# shares with the fact) is exact.
+COOCCURRENCE_SAMPLE = 200
 
 
 def entity_id(bank_id: str, normalized: str) -> str:
@@ -25,42 +66,75 @@ SELECT fact_id::text, fact->'entities' AS entities, fact->'_chunk'->>'mentioned_
 FROM staged_facts WHERE fact_id = ANY($1) ORDER BY fact_id
 """
 
-_CANDIDATES = """
-SELECT e.id::text, e.canonical_name, e.aliases, e.kind, e.last_seen,
-       coalesce(array(
-           SELECT DISTINCT ue2.entity_id::text FROM unit_entities ue
-           JOIN unit_entities ue2 ON ue2.unit_id = ue.unit_id AND ue2.entity_id <> ue.entity_id
-           WHERE ue.entity_id = e.id LIMIT 200), '{}') AS cooccurring
-FROM entities e
-WHERE e.bank_id = $1
-  AND (e.normalized_name = $2 OR $2 = ANY(e.aliases_normalized)
-       OR e.normalized_name % $2)
-ORDER BY similarity(e.normalized_name, $2) DESC, e.id
-LIMIT $3
+_COLUMNS = """e.id::text AS id, e.canonical_name, e.normalized_name, e.aliases, e.kind,
+       e.last_seen, e.mention_count"""
+
+_EXACT = f"""
+SELECT {_COLUMNS} FROM entities e
+WHERE e.bank_id = $1 AND e.normalized_name = ANY($2::text[])
+"""
+
+# Each branch of the OR has an index (unique name, GIN aliases from 0010, GIN trigrams).
+_CANDIDATES = f"""
+SELECT k.key, {_COLUMNS}, similarity(e.normalized_name, k.key) AS similarity
+FROM unnest($2::text[]) AS k(key)
+CROSS JOIN LATERAL (
+    SELECT * FROM entities e
+    WHERE e.bank_id = $1
+      AND (e.normalized_name = k.key OR e.aliases_normalized @> ARRAY[k.key]
+           OR e.normalized_name % k.key)
+    ORDER BY similarity(e.normalized_name, k.key) DESC, e.id
+    LIMIT $3
+) e
+"""
+
+_SAMPLE_COOCCURRING = """
+SELECT c.id::text AS id, coalesce(array(
+    SELECT DISTINCT other.entity_id::text
+    FROM (SELECT ue.unit_id FROM unit_entities ue WHERE ue.entity_id = c.id
+          ORDER BY ue.unit_id LIMIT $2) mine
+    JOIN unit_entities other ON other.unit_id = mine.unit_id AND other.entity_id <> c.id
+), '{}') AS cooccurring
+FROM unnest($1::uuid[]) AS c(id)
+"""
+
+# Pairs that have appeared in one fact; each pair walks the mentions of its first entity
+# (the caller puts the less mentioned one first) and probes the other's by primary key.
+_COOCCURS = """
+SELECT p.a::text AS a, p.b::text AS b
+FROM unnest($1::uuid[], $2::uuid[]) AS p(a, b)
+WHERE EXISTS (SELECT 1 FROM unit_entities ua
+              JOIN unit_entities ub ON ub.unit_id = ua.unit_id AND ub.entity_id = p.b
+              WHERE ua.entity_id = p.a)
 """
 
 _CREATE = """
 INSERT INTO entities (id, bank_id, canonical_name, normalized_name, kind, aliases,
                       aliases_normalized, first_seen, last_seen)
-VALUES ($1, $2, $3, $4, $5, '{}', '{}', $6, $6)
+SELECT n.id, $1, n.name, n.key, n.kind, '{}', '{}', n.seen, n.seen
+FROM unnest($2::uuid[], $3::text[], $4::text[], $5::text[], $6::timestamptz[])
+     AS n(id, name, key, kind, seen)
+ORDER BY n.key
 ON CONFLICT (bank_id, normalized_name) DO NOTHING
+RETURNING normalized_name
 """
 
-_ADD_ALIAS = """
-UPDATE entities SET aliases = array_append(aliases, $2),
-                    aliases_normalized = array_append(aliases_normalized, $3)
-WHERE id = $1 AND NOT ($3 = ANY(aliases_normalized)) AND normalized_name <> $3
+_ADD_ALIASES = """
+UPDATE entities e
+SET aliases = e.aliases || a.names, aliases_normalized = e.aliases_normalized || a.keys
+FROM (
+    SELECT a.id, array_agg(a.name ORDER BY a.ord) AS names, array_agg(a.key ORDER BY a.ord) AS keys
+    FROM unnest($1::uuid[], $2::text[], $3::text[]) WITH ORDINALITY AS a(id, name, key, ord)
+    JOIN entities x ON x.id = a.id
+    WHERE NOT (a.key = ANY(x.aliases_normalized)) AND x.normalized_name <> a.key
+    GROUP BY a.id
+) a
+WHERE e.id = a.id
 """
-
-# Concurrent retains of one bank resolve their batches in parallel transactions. Each first
-# takes a transaction-level lock per normalised name it will resolve, in sorted order, so two
-# batches that share names serialise on them instead of deadlocking on the unique index
-# (one inserting "A" then "B", the other "B" then "A"); alias additions to existing entities
-# are applied last, in entity-id order, which is also the order upsert locks entity rows in.
-_LOCK_NAMES = """
-SELECT count(pg_advisory_xact_lock(
-    hashtextextended('entity' || E'\\x1f' || $1 || E'\\x1f' || k, 0)))
-FROM unnest($2::text[]) AS k
+_LOCK_ALIASED = """
+SELECT count(*) FROM (
+    SELECT 1 FROM entities WHERE id = ANY($1::uuid[]) ORDER BY id FOR NO KEY UPDATE
+) locked
 """
 
 _SET_IDS = """
@@ -70,87 +144,247 @@ WHERE s.fact_id = v.fact_id
 """
 
 
+@dataclass(frozen=True)
+class _Known:
+    """An entity as the batch sees it: stored, or created by an earlier mention."""
+
+    id: str
+    canonical_name: str
+    key: str
+    aliases: tuple[str, ...]
+    kind: str
+    last_seen: datetime | None
+    mentions: int
+
+
+@dataclass
+class _Batch:
+    """What one batch's resolution has decided so far."""
+
+    bank_id: str
+    resolved: dict[str, str] = field(default_factory=dict)  # normalised mention -> entity id
+    created: dict[str, _Known] = field(default_factory=dict)  # key -> entity to insert
+    aliases: dict[str, list[tuple[str, str]]] = field(default_factory=dict)  # id -> (alias, key)
+
+
 def _parse_time(raw: str | None) -> datetime | None:
     return datetime.fromisoformat(raw) if raw else None
+
+
+def _known(row: asyncpg.Record) -> _Known:
+    return _Known(
+        row["id"],
+        row["canonical_name"],
+        row["normalized_name"],
+        tuple(row["aliases"]),
+        row["kind"],
+        row["last_seen"],
+        int(row["mention_count"]),
+    )
+
+
+def _kinds_compatible(a: str, b: str) -> bool:
+    return a == b or "other" in (a, b)
 
 
 async def resolve_staged_entities(conn: Connection, staged: StagedFacts) -> int:
     """Resolve every mention once per batch; returns how many new entities were created."""
     rows = await conn.fetch(_STAGED, staged.fact_ids)
-    keys = {normalize_name(e["name"]) for row in rows for e in (row["entities"] or [])}
-    await conn.execute(_LOCK_NAMES, staged.bank_id, sorted(k for k in keys if k))
-    resolved: dict[str, str] = {}  # normalised mention -> entity id
-    aliases: dict[str, list[tuple[str, str]]] = {}  # entity id -> (alias, normalised) to add
-    created = 0
+    facts = [
+        (
+            row["fact_id"],
+            [(e["name"], e.get("kind", "other")) for e in (row["entities"] or [])],
+            _parse_time(row["seen"]),
+        )
+        for row in rows
+    ]
+    first_kind: dict[str, str] = {}
+    for _, mentions, _ in facts:
+        for name, kind in mentions:
+            key = normalize_name(name)
+            if key:
+                first_kind.setdefault(key, kind)
+    exact = {
+        r["normalized_name"]: _known(r)
+        for r in await conn.fetch(_EXACT, staged.bank_id, sorted(first_kind))
+    }
+    batch = _Batch(staged.bank_id)
+    for key, kind in first_kind.items():
+        hit = exact.get(key)
+        if hit is not None and _kinds_compatible(kind, hit.kind):
+            batch.resolved[key] = hit.id  # tier 0: the canonical name decides
+    slow = sorted(k for k in first_kind if k not in batch.resolved)
+    candidates: dict[str, list[tuple[float, _Known]]] = {}
+    if slow:
+        for r in await conn.fetch(_CANDIDATES, staged.bank_id, slow, CANDIDATE_LIMIT):
+            candidates.setdefault(r["key"], []).append((float(r["similarity"]), _known(r)))
+    sampled = await _sample_cooccurring(
+        conn, {k.id for found in candidates.values() for _, k in found}
+    )
+
     fact_ids: list[str] = []
     fact_entities: list[str] = []
-    for row in rows:
-        mentions = [(e["name"], e.get("kind", "other")) for e in (row["entities"] or [])]
+    for fact_id, mentions, seen_at in facts:
         names = frozenset(normalize_name(name) for name, _ in mentions)
-        seen_at = _parse_time(row["seen"])
         ids: list[str] = []
         for name, kind in mentions:
             key = normalize_name(name)
             if not key:
                 continue
-            if key not in resolved:
+            if key not in batch.resolved:
                 mention = Mention(
                     name=name, kind=kind, seen_at=seen_at, cooccurring_names=names - {key}
                 )
-                cooccurring_ids = frozenset(resolved[n] for n in names if n in resolved)
-                match, was_created = await _resolve_one(
-                    conn, staged.bank_id, mention, key, cooccurring_ids, aliases
+                friends = frozenset(batch.resolved[n] for n in names if n in batch.resolved)
+                await _resolve_slow(
+                    conn, batch, mention, key, friends, candidates.get(key, []), sampled
                 )
-                resolved[key] = match
-                created += was_created
-            if resolved[key] not in ids:
-                ids.append(resolved[key])
-        fact_ids.append(row["fact_id"])
+            if batch.resolved[key] not in ids:
+                ids.append(batch.resolved[key])
+        fact_ids.append(fact_id)
         fact_entities.append("{" + ",".join(ids) + "}")
-    for eid in sorted(aliases):
-        for alias, key in aliases[eid]:
-            await conn.execute(_ADD_ALIAS, eid, alias, key)
+    created = await _store(conn, batch)
     if fact_ids:
+        fact_entities = [_remap(ids, created) for ids in fact_entities]
         await conn.execute(_SET_IDS, fact_ids, fact_entities)
-    return created
+    return sum(1 for new_id in created.values() if new_id is None)
 
 
-async def _resolve_one(
+async def _sample_cooccurring(conn: Connection, ids: Iterable[str]) -> dict[str, frozenset[str]]:
+    wanted = sorted(ids)
+    if not wanted:
+        return {}
+    rows = await conn.fetch(_SAMPLE_COOCCURRING, wanted, COOCCURRENCE_SAMPLE)
+    return {r["id"]: frozenset(r["cooccurring"]) for r in rows}
+
+
+async def _resolve_slow(
     conn: Connection,
-    bank_id: str,
+    batch: _Batch,
     mention: Mention,
     key: str,
-    cooccurring_ids: frozenset[str],
-    aliases: dict[str, list[tuple[str, str]]],
-) -> tuple[str, bool]:
-    """The entity `mention` names, and whether it was created. Aliases found for existing
-    entities are collected in `aliases` (and seen by later mentions of the batch)."""
-    rows = await conn.fetch(_CANDIDATES, bank_id, key, CANDIDATE_LIMIT)
+    friends: frozenset[str],
+    stored: Sequence[tuple[float, _Known]],
+    sampled: dict[str, frozenset[str]],
+) -> None:
+    """Decide a name that is no entity's canonical name: merge it (and note the alias) or
+    plan a new entity under its key."""
+    found = {k.id: (similarity, k) for similarity, k in stored}
+    for made in batch.created.values():  # earlier mentions' new entities are candidates too
+        similarity = trigram_similarity(made.key, key)
+        if similarity >= TRIGRAM_FLOOR or made.key == key:
+            found[made.id] = (similarity, made)
+    ranked = sorted(found.values(), key=lambda pair: (-pair[0], pair[1].id))[:CANDIDATE_LIMIT]
+    known = [k for _, k in ranked]
+    shared = await _shared_with(conn, known, friends, batch)
+    pending = batch.aliases
     candidates = [
         Candidate(
-            entity_id=row["id"],
-            canonical_name=row["canonical_name"],
-            aliases=(*row["aliases"], *(a for a, _ in aliases.get(row["id"], []))),
-            kind=row["kind"],
-            last_seen=row["last_seen"],
-            cooccurring=frozenset(row["cooccurring"]),
+            entity_id=k.id,
+            canonical_name=k.canonical_name,
+            aliases=(*k.aliases, *(alias for alias, _ in pending.get(k.id, []))),
+            kind=k.kind,
+            last_seen=k.last_seen,
+            cooccurring=sampled.get(k.id, frozenset()) | shared.get(k.id, frozenset()),
         )
-        for row in rows
+        for k in known
     ]
-    resolution = resolve_mention(mention, candidates, cooccurring_ids)
+    resolution = resolve_mention(mention, candidates, friends)
     if resolution.entity_id is not None:
-        aliases.setdefault(resolution.entity_id, []).append((mention.name.strip(), key))
-        return resolution.entity_id, False
-    new_id = entity_id(bank_id, key)
-    status = await conn.execute(
-        _CREATE, new_id, bank_id, mention.name.strip(), key, mention.kind, mention.seen_at
+        pending.setdefault(resolution.entity_id, []).append((mention.name.strip(), key))
+        batch.resolved[key] = resolution.entity_id
+        return
+    new_id = entity_id(batch.bank_id, key)
+    batch.created[key] = _Known(
+        new_id, mention.name.strip(), key, (), mention.kind, mention.seen_at, 0
     )
-    if status.endswith(" 0"):
-        # Another document created the same name concurrently: use theirs.
-        existing = await conn.fetchval(
-            "SELECT id::text FROM entities WHERE bank_id = $1 AND normalized_name = $2",
-            bank_id,
-            key,
+    batch.resolved[key] = new_id
+
+
+async def _shared_with(
+    conn: Connection, known: Sequence[_Known], friends: frozenset[str], batch: _Batch
+) -> dict[str, frozenset[str]]:
+    """For each stored candidate, which of `friends` it has appeared with in a stored fact."""
+    mentions = {k.id: k.mentions for k in known}
+    new_ids = {k.id for k in batch.created.values()}
+    pairs = [
+        (c, f)
+        for c in sorted(mentions)
+        if c not in new_ids
+        for f in sorted(friends - new_ids)
+        if f != c
+    ]
+    if not pairs:
+        return {}
+    counts = await _mention_counts(conn, {f for _, f in pairs} - set(mentions))
+    counts.update(mentions)
+    # Walk the less mentioned side of each pair.
+    walked = [(c, f) if counts.get(c, 0) <= counts.get(f, 0) else (f, c) for c, f in pairs]
+    rows = await conn.fetch(_COOCCURS, [a for a, _ in walked], [b for _, b in walked])
+    hits = {frozenset((r["a"], r["b"])) for r in rows}
+    shared: dict[str, set[str]] = {}
+    for c, f in pairs:
+        if frozenset((c, f)) in hits:
+            shared.setdefault(c, set()).add(f)
+    return {c: frozenset(fs) for c, fs in shared.items()}
+
+
+async def _mention_counts(conn: Connection, ids: Iterable[str]) -> dict[str, int]:
+    wanted = sorted(ids)
+    if not wanted:
+        return {}
+    rows = await conn.fetch(
+        "SELECT id::text AS id, mention_count FROM entities WHERE id = ANY($1::uuid[])", wanted
+    )
+    return {r["id"]: int(r["mention_count"]) for r in rows}
+
+
+async def _store(conn: Connection, batch: _Batch) -> dict[str, str | None]:
+    """Insert the batch's new entities, then its aliases. Returns, per planned entity id,
+    None when this batch created it, or the id of the entity another batch stored under the
+    same key meanwhile."""
+    outcome: dict[str, str | None] = {}
+    if batch.created:
+        made = sorted(batch.created.values(), key=lambda k: k.key)
+        inserted = {
+            r["normalized_name"]
+            for r in await conn.fetch(
+                _CREATE,
+                batch.bank_id,
+                [k.id for k in made],
+                [k.canonical_name for k in made],
+                [k.key for k in made],
+                [k.kind for k in made],
+                [k.last_seen for k in made],
+            )
+        }
+        lost = [k for k in made if k.key not in inserted]
+        theirs: dict[str, str] = {}
+        if lost:
+            stored = await conn.fetch(_EXACT, batch.bank_id, [k.key for k in lost])
+            theirs = {r["normalized_name"]: r["id"] for r in stored}
+        for k in made:
+            outcome[k.id] = None if k.key in inserted else theirs.get(k.key, k.id)
+    aliased = sorted(batch.aliases)
+    if aliased:
+        additions = sorted(
+            (outcome.get(eid) or eid, alias, key)
+            for eid in aliased
+            for alias, key in batch.aliases[eid]
         )
-        return str(existing), False
-    return new_id, True
+        await conn.execute(_LOCK_ALIASED, sorted({a[0] for a in additions}))
+        await conn.execute(
+            _ADD_ALIASES,
+            [a[0] for a in additions],
+            [a[1] for a in additions],
+            [a[2] for a in additions],
+        )
+    return outcome
+
+
+def _remap(ids: str, outcome: dict[str, str | None]) -> str:
+    """Planned ids replaced by the stored entity's where another batch won the key."""
+    if not any(outcome.get(i) for i in ids.strip("{}").split(",")):
+        return ids
+    parts = [outcome.get(i) or i for i in ids.strip("{}").split(",") if i]
+    return "{" + ",".join(dict.fromkeys(parts)) + "}"
