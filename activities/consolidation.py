@@ -6,7 +6,6 @@ from concurrent.futures import Executor
 from typing import Any
 
 from temporalio import activity
-from temporalio.exceptions import ApplicationError
 
 from engine.consolidation.batch import (
     apply_llm_batch,
@@ -30,7 +29,7 @@ from engine.consolidation.payloads import (
 from engine.db import Pool
 from engine.embedding import Embedder
 from engine.errors import InvalidInput
-from engine.llm import LLMClient, LLMRequestError
+from engine.llm import LLMClient
 from engine.store.operations import register_operation, update_operation
 
 # Facts per step. Local: ~10 ms of SQL and regexes per fact, so a step stays well under a
@@ -89,13 +88,10 @@ class ConsolidationActivities:
                 activity.info().attempt - 1,
             )
             mode = "local"
-        try:
-            if mode == "llm":
-                result = await self._llm_batch(request)
-            else:
-                result = await self._local_batch(request)
-        except InvalidInput as exc:
-            raise ApplicationError(str(exc), type="InvalidInput", non_retryable=True) from exc
+        if mode == "llm":
+            result = await self._llm_batch(request)
+        else:
+            result = await self._local_batch(request)
         totals = request.done_before.plus(result.counts)
         async with self._pool.acquire() as conn:
             await update_operation(
@@ -117,11 +113,7 @@ class ConsolidationActivities:
     async def _llm_batch(self, request: BatchRequest) -> BatchResult:
         llm = self._llm
         if llm is None:
-            raise ApplicationError(
-                "mode is 'llm' but no LLM is configured (set ENGRAM_LLM_API_KEY)",
-                type="InvalidInput",
-                non_retryable=True,
-            )
+            raise InvalidInput("mode", "'llm' but no LLM is configured (set ENGRAM_LLM_API_KEY)")
         async with self._pool.acquire() as conn:
             done = await recorded_batch(conn, request.bank_id, request.operation_id, request.seq)
             if done is not None:
@@ -131,16 +123,9 @@ class ConsolidationActivities:
                 pending = await backlog(conn, request.bank_id)
                 return BatchResult(ConsolidationCounts(), pending, enabled=False, mode="llm")
         proposals: list[Proposals] = []
-        try:
-            for group in batch.groups:  # the model call holds no connection
-                proposed, _ = await propose(llm, group, batch.mission)
-                proposals.append(proposed)
-        except LLMRequestError as exc:
-            if not exc.retryable:
-                raise ApplicationError(
-                    str(exc), type="LLMRequestError", non_retryable=True
-                ) from exc
-            raise
+        for group in batch.groups:  # the model call holds no connection
+            proposed, _ = await propose(llm, group, batch.mission)
+            proposals.append(proposed)
         async with self._pool.acquire() as conn:
             return await apply_llm_batch(
                 conn, batch, proposals, request.operation_id, self._encode, request.seq

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 from temporalio import activity
-from temporalio.exceptions import ApplicationError
 
 from engine.db import Pool
-from engine.errors import InvalidInput, NotFound
 from engine.imports.payloads import (
     ImportDocumentJob,
     ImportFinish,
@@ -39,26 +37,20 @@ class ImportActivities:
 
     @activity.defn
     async def plan_import_document(self, job: ImportDocumentJob) -> RetainPlan:
-        try:
-            async with self._pool.acquire() as conn:
-                document_id, items = await load_staged(conn, job.operation_id, job.seq)
-                document = DocumentInput(document_id, items, "replace", explicit_id=True)
-                return await plan_documents(
-                    conn, job.bank_id, job.operation_id, [document], job.options.chunk_size
-                )
-        except (NotFound, InvalidInput) as exc:
-            raise ApplicationError(str(exc), type=type(exc).__name__, non_retryable=True) from exc
+        async with self._pool.acquire() as conn:
+            document_id, items = await load_staged(conn, job.operation_id, job.seq)
+            document = DocumentInput(document_id, items, "replace", explicit_id=True)
+            return await plan_documents(
+                conn, job.bank_id, job.operation_id, [document], job.options.chunk_size
+            )
 
     @activity.defn
     async def upsert_import_document(self, job: ImportUpsert) -> UpsertResult:
-        try:
-            async with self._pool.acquire() as conn:
-                _, items = await load_staged(conn, job.operation_id, job.seq)
-                return await upsert_document(
-                    conn, UpsertDocument(job.bank_id, job.operation_id, job.plan, items, "replace")
-                )
-        except (NotFound, InvalidInput) as exc:
-            raise ApplicationError(str(exc), type=type(exc).__name__, non_retryable=True) from exc
+        async with self._pool.acquire() as conn:
+            _, items = await load_staged(conn, job.operation_id, job.seq)
+            return await upsert_document(
+                conn, UpsertDocument(job.bank_id, job.operation_id, job.plan, items, "replace")
+            )
 
     @activity.defn
     async def finish_import(self, finish: ImportFinish) -> None:

@@ -8,11 +8,10 @@ import time
 from typing import Any
 
 from temporalio import activity
-from temporalio.exceptions import ApplicationError
 
 from engine.db import Pool
-from engine.errors import NotFound
-from engine.llm import LLMClient, LLMOutputError, LLMRequestError, parse_json_lenient
+from engine.errors import InvalidInput
+from engine.llm import LLMClient, LLMOutputError, parse_json_lenient
 from engine.reflect.answer import directives_of
 from engine.reflect.schema import schema_errors
 from engine.reflect.search import ReflectSearch, evidence_for_model
@@ -41,11 +40,6 @@ def _ms(started: float) -> int:
     return int((time.perf_counter() - started) * 1000)
 
 
-def _model_failure(exc: LLMRequestError) -> ApplicationError:
-    """Retryable failures (timeouts, 5xx, 429) go back to the retry policy; refusals stop."""
-    return ApplicationError(str(exc), type="LLMRequestError", non_retryable=not exc.retryable)
-
-
 class ReflectActivities:
     def __init__(self, pool: Pool, search: ReflectSearch, llm: LLMClient | None) -> None:
         self._pool = pool
@@ -54,11 +48,8 @@ class ReflectActivities:
 
     @activity.defn
     async def load_reflect_context(self, request: ContextRequest) -> ReflectContext:
-        try:
-            async with self._pool.acquire() as conn:
-                bank = await get_bank(conn, request.bank_id)
-        except NotFound as exc:
-            raise ApplicationError(str(exc), type="NotFound", non_retryable=True) from exc
+        async with self._pool.acquire() as conn:
+            bank = await get_bank(conn, request.bank_id)
         return ReflectContext(
             mission=bank.mission,
             directives=directives_of(bank.config.directives),
@@ -70,18 +61,13 @@ class ReflectActivities:
     async def reflect_turn(self, request: TurnRequest) -> Turn:
         llm = self._llm
         if llm is None:
-            raise ApplicationError("no LLM is configured", type="InvalidInput", non_retryable=True)
+            raise InvalidInput("llm", "no LLM is configured (set ENGRAM_LLM_API_KEY)")
         started = time.perf_counter()
-        try:
-            result = await llm.chat(
-                request.messages,  # type: ignore[arg-type]
-                request.tools,  # type: ignore[arg-type]
-                max_tokens=request.max_tokens,
-            )
-        except LLMRequestError as exc:
-            raise _model_failure(exc) from exc
-        except LLMOutputError as exc:
-            raise ApplicationError(str(exc), type="LLMOutputError") from exc
+        result = await llm.chat(
+            request.messages,  # type: ignore[arg-type]
+            request.tools,  # type: ignore[arg-type]
+            max_tokens=request.max_tokens,
+        )
         return Turn(
             content=result.content,
             tool_calls=[ModelToolCall(c.id, c.name, c.arguments) for c in result.tool_calls],
@@ -118,11 +104,7 @@ class ReflectActivities:
         elif call.name == "recall":
             found = await self._search.facts(scope, call.query)
         else:
-            raise ApplicationError(
-                f"{call.name} is not executed by an activity",
-                type="InvalidInput",
-                non_retryable=True,
-            )
+            raise InvalidInput("call.name", f"{call.name} is not executed by an activity")
         output = {"results": evidence_for_model(found)}
         return ToolOutcome(json.dumps(output, ensure_ascii=False), found, output, _ms(started))
 
@@ -146,12 +128,9 @@ class ReflectActivities:
             return Structured(None, "no language model is configured (set ENGRAM_LLM_API_KEY)")
         started = time.perf_counter()
         user = f"Question: {request.query}\n\nAnswer:\n{request.answer}"
-        try:
-            result = await llm.complete_raw(
-                STRUCTURE_SYSTEM, user, "reflect_answer", request.response_schema
-            )
-        except LLMRequestError as exc:
-            raise _model_failure(exc) from exc
+        result = await llm.complete_raw(
+            STRUCTURE_SYSTEM, user, "reflect_answer", request.response_schema
+        )
         usage = result.usage
         try:
             value = parse_json_lenient(result.content or "")

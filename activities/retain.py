@@ -7,14 +7,12 @@ from collections.abc import Awaitable, Callable
 from concurrent.futures import Executor
 
 from temporalio import activity
-from temporalio.exceptions import ApplicationError
 
 from engine.db import Pool
 from engine.embedding import Embedder
-from engine.errors import ExtractionFailed, InvalidInput
+from engine.errors import InvalidInput
 from engine.extraction.llm import LLMExtractor
 from engine.extraction.local import LocalExtractor
-from engine.llm import LLMRequestError
 from engine.retain.gate import OrderedGate
 from engine.retain.links import link_staged
 from engine.retain.payloads import (
@@ -64,18 +62,8 @@ class RetainActivities:
     @activity.defn
     async def extract_facts(self, batch: ExtractionBatch) -> StagedFacts:
         extract = self._extractor(batch.extraction_mode)
-        try:
-            async with self._pool.acquire() as conn:
-                return await stage_extracted(conn, batch, extract)
-        except LLMRequestError as exc:
-            if not exc.retryable:
-                raise ApplicationError(
-                    str(exc), type="LLMRequestError", non_retryable=True
-                ) from exc
-            raise
-        except ExtractionFailed as exc:
-            # Retried by policy (a model may answer validly next time); reported when spent.
-            raise ApplicationError(str(exc), type="ExtractionFailed") from exc
+        async with self._pool.acquire() as conn:
+            return await stage_extracted(conn, batch, extract)
 
     def _extractor(self, mode: str) -> ChunkExtractorFn:
         if mode == "none":
@@ -83,10 +71,8 @@ class RetainActivities:
         if mode == "llm":
             llm = self._llm
             if llm is None:
-                raise ApplicationError(
-                    "extraction_mode is 'llm' but no LLM is configured (set ENGRAM_LLM_API_KEY)",
-                    type="InvalidInput",
-                    non_retryable=True,
+                raise InvalidInput(
+                    "extraction_mode", "'llm' but no LLM is configured (set ENGRAM_LLM_API_KEY)"
                 )
 
             async def llm_extract(chunk: ChunkJob, item: ItemContext) -> list[ExtractedFact]:
@@ -117,11 +103,8 @@ class RetainActivities:
 
     @activity.defn
     async def upsert_document(self, job: UpsertDocument) -> UpsertResult:
-        try:
-            async with self._pool.acquire() as conn:
-                return await upsert_document(conn, job)
-        except InvalidInput as exc:
-            raise ApplicationError(str(exc), type="InvalidInput", non_retryable=True) from exc
+        async with self._pool.acquire() as conn:
+            return await upsert_document(conn, job)
 
     @activity.defn
     async def update_operation(self, update: OperationUpdate) -> None:

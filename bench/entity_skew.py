@@ -25,6 +25,7 @@ import asyncio
 import json
 import os
 import random
+import signal
 import subprocess
 import sys
 import tempfile
@@ -336,6 +337,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--observations", action="store_true", help="then time consolidation")
     parser.add_argument("--home", type=Path, help="keep the databases here (default: temp dir)")
     args = parser.parse_args(argv)
+    # A terminated bench still stops its worker, Temporal and PostgreSQL (`finally` below).
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     if args.home is not None:
         args.home.mkdir(parents=True, exist_ok=True)
         bench(args, args.home, sys.stdout)

@@ -1,8 +1,16 @@
-"""The error hierarchy the engine raises; `server/` maps it to HTTP, `activities/` to retries."""
+"""The error hierarchy the engine raises; `server/` maps it to HTTP, `activities/` to retries.
+
+Each class says whether trying the same step again can help (`retryable`); the worker turns
+an error into a Temporal failure in one place (activities/failures.py), so retry policies
+never list error types by name.
+"""
 
 
 class EngramError(Exception):
-    """Base of every error Engram raises on purpose."""
+    """Base of every error Engram raises on purpose. Not retryable unless a subclass (or an
+    instance, like an LLM request error) says so: the same input would fail the same way."""
+
+    retryable: bool = False
 
 
 class InvalidInput(EngramError):
@@ -33,7 +41,10 @@ class ConfigurationError(EngramError):
 
 
 class ExtractionFailed(EngramError):
-    """An extractor could not produce valid facts after repair and retries."""
+    """An extractor could not produce valid facts after repair and retries. Retryable: a
+    model may answer validly next time; the policy's attempts bound it."""
+
+    retryable = True
 
 
 class OperationFailed(EngramError):

@@ -52,6 +52,8 @@ class LLMRequestError(LLMError):
 class LLMOutputError(LLMError):
     """The model answered, but not with what was asked for (e.g. not JSON)."""
 
+    retryable = True  # another sample may be usable
+
     def __init__(self, message: str, raw: str) -> None:
         super().__init__(message)
         self.raw = raw

@@ -19,6 +19,7 @@ from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
 from temporalio.worker import Worker
 
 from activities.consolidation import ConsolidationActivities
+from activities.failures import FailureInterceptor
 from activities.imports import ImportActivities
 from activities.mental_models import MentalModelActivities
 from activities.reflect import ReflectActivities
@@ -159,7 +160,7 @@ def build_worker(
         task_queue=task_queue,
         workflows=list(WORKFLOWS),
         activities=activities_of(services),
-        interceptors=[interceptor, HeartbeatInterceptor()],
+        interceptors=[interceptor, HeartbeatInterceptor(), FailureInterceptor()],
         max_concurrent_activities=MAX_CONCURRENT_ACTIVITIES,
     )
 

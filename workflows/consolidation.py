@@ -48,7 +48,8 @@ with workflow.unsafe.imports_passed_through():
 from workflows.mental_models import refresh_after_consolidation
 
 # One batch: local batches take about a second; llm ones wait on a model, with patient
-# retries (rate limits, 5xx) like extraction.
+# retries (rate limits, 5xx) like extraction; from LLM_FALLBACK_ATTEMPT on, a retry takes the
+# local path (activities/consolidation.py), so a model that stays down does not stop the run.
 CONSOLIDATE = policies.ActivityPolicy(
     timedelta(minutes=10),
     RetryPolicy(
@@ -56,7 +57,6 @@ CONSOLIDATE = policies.ActivityPolicy(
         backoff_coefficient=2.0,
         maximum_interval=timedelta(minutes=2),
         maximum_attempts=6,
-        non_retryable_error_types=["InvalidInput", "LLMRequestError"],
     ),
 )
 BATCHES_PER_RUN = 200

@@ -1,4 +1,7 @@
-"""Every activity's timeout and retry policy, named in one place."""
+"""Every activity's timeout and retry policy, named in one place.
+
+Policies name no error types: an error that a retry cannot help arrives as a non-retryable
+failure already (activities/failures.py, from the error class's `retryable`)."""
 
 from __future__ import annotations
 
@@ -36,7 +39,6 @@ EXTRACT = ActivityPolicy(
         backoff_coefficient=2.0,
         maximum_interval=timedelta(minutes=2),
         maximum_attempts=6,
-        non_retryable_error_types=["InvalidInput"],
     ),
 )
 # Embedding is local CPU work bounded by batch size, but a call waits its turn in document
@@ -53,7 +55,6 @@ REFLECT_MODEL = ActivityPolicy(
         backoff_coefficient=2.0,
         maximum_interval=timedelta(seconds=30),
         maximum_attempts=5,
-        non_retryable_error_types=["InvalidInput", "NotFound"],
     ),
 )
 # Reflect: one tool call (a search or an expand), database and local CPU work.
@@ -64,7 +65,6 @@ REFLECT_TOOL = ActivityPolicy(
         backoff_coefficient=2.0,
         maximum_interval=timedelta(seconds=30),
         maximum_attempts=8,
-        non_retryable_error_types=["InvalidInput", "NotFound"],
     ),
 )
 # Bookkeeping of operation status; must not be the reason a retain fails.

@@ -67,7 +67,7 @@ FROM staged_facts WHERE fact_id = ANY($1) ORDER BY fact_id
 """
 
 _COLUMNS = """e.id::text AS id, e.canonical_name, e.normalized_name, e.aliases, e.kind,
-       e.last_seen, e.mention_count"""
+       e.last_seen"""
 
 _EXACT = f"""
 SELECT {_COLUMNS} FROM entities e
@@ -98,14 +98,21 @@ SELECT c.id::text AS id, coalesce(array(
 FROM unnest($1::uuid[]) AS c(id)
 """
 
-# Pairs that have appeared in one fact; each pair walks the mentions of its first entity
-# (the caller puts the less mentioned one first) and probes the other's by primary key.
+# Pairs (candidate, friend) that have appeared in one fact. Each pair walks the mentions of
+# its less mentioned entity and probes the other's by primary key, so the cost is bounded by
+# the rarer of the two, not by how popular the other is.
 _COOCCURS = """
-SELECT p.a::text AS a, p.b::text AS b
-FROM unnest($1::uuid[], $2::uuid[]) AS p(a, b)
+SELECT p.c::text AS c, p.f::text AS f
+FROM unnest($1::uuid[], $2::uuid[]) AS p(c, f)
+JOIN entities ec ON ec.id = p.c
+JOIN entities ef ON ef.id = p.f
+CROSS JOIN LATERAL (
+    SELECT CASE WHEN ec.mention_count <= ef.mention_count THEN p.c ELSE p.f END AS a,
+           CASE WHEN ec.mention_count <= ef.mention_count THEN p.f ELSE p.c END AS b
+) side
 WHERE EXISTS (SELECT 1 FROM unit_entities ua
-              JOIN unit_entities ub ON ub.unit_id = ua.unit_id AND ub.entity_id = p.b
-              WHERE ua.entity_id = p.a)
+              JOIN unit_entities ub ON ub.unit_id = ua.unit_id AND ub.entity_id = side.b
+              WHERE ua.entity_id = side.a)
 """
 
 _CREATE = """
@@ -154,7 +161,6 @@ class _Known:
     aliases: tuple[str, ...]
     kind: str
     last_seen: datetime | None
-    mentions: int
 
 
 @dataclass
@@ -179,7 +185,6 @@ def _known(row: asyncpg.Record) -> _Known:
         tuple(row["aliases"]),
         row["kind"],
         row["last_seen"],
-        int(row["mention_count"]),
     )
 
 
@@ -296,7 +301,7 @@ async def _resolve_slow(
         return
     new_id = entity_id(batch.bank_id, key)
     batch.created[key] = _Known(
-        new_id, mention.name.strip(), key, (), mention.kind, mention.seen_at, 0
+        new_id, mention.name.strip(), key, (), mention.kind, mention.seen_at
     )
     batch.resolved[key] = new_id
 
@@ -305,38 +310,20 @@ async def _shared_with(
     conn: Connection, known: Sequence[_Known], friends: frozenset[str], batch: _Batch
 ) -> dict[str, frozenset[str]]:
     """For each stored candidate, which of `friends` it has appeared with in a stored fact."""
-    mentions = {k.id: k.mentions for k in known}
     new_ids = {k.id for k in batch.created.values()}
     pairs = [
-        (c, f)
-        for c in sorted(mentions)
-        if c not in new_ids
+        (k.id, f)
+        for k in known
+        if k.id not in new_ids
         for f in sorted(friends - new_ids)
-        if f != c
+        if f != k.id
     ]
     if not pairs:
         return {}
-    counts = await _mention_counts(conn, {f for _, f in pairs} - set(mentions))
-    counts.update(mentions)
-    # Walk the less mentioned side of each pair.
-    walked = [(c, f) if counts.get(c, 0) <= counts.get(f, 0) else (f, c) for c, f in pairs]
-    rows = await conn.fetch(_COOCCURS, [a for a, _ in walked], [b for _, b in walked])
-    hits = {frozenset((r["a"], r["b"])) for r in rows}
     shared: dict[str, set[str]] = {}
-    for c, f in pairs:
-        if frozenset((c, f)) in hits:
-            shared.setdefault(c, set()).add(f)
+    for r in await conn.fetch(_COOCCURS, [c for c, _ in pairs], [f for _, f in pairs]):
+        shared.setdefault(r["c"], set()).add(r["f"])
     return {c: frozenset(fs) for c, fs in shared.items()}
-
-
-async def _mention_counts(conn: Connection, ids: Iterable[str]) -> dict[str, int]:
-    wanted = sorted(ids)
-    if not wanted:
-        return {}
-    rows = await conn.fetch(
-        "SELECT id::text AS id, mention_count FROM entities WHERE id = ANY($1::uuid[])", wanted
-    )
-    return {r["id"]: int(r["mention_count"]) for r in rows}
 
 
 async def _store(conn: Connection, batch: _Batch) -> dict[str, str | None]:

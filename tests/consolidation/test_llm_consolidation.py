@@ -272,3 +272,51 @@ async def test_a_model_that_keeps_answering_garbage_does_not_block_the_backlog(
     [observation] = await observations(api, bank_id)
     assert observation["text"] == "Alice prefers tea." and observation["proof_count"] == 2
     assert (await memory(api, bank_id, observation["id"]))["origin"] == "local"
+
+
+async def test_a_model_unavailable_once_is_retried(
+    api: httpx.AsyncClient, bank_id: str, model: Consolidator
+) -> None:
+    await configure(api, bank_id, extraction_mode="local")
+    asked = len(model.seen)
+
+    def create(seen: Seen) -> dict[str, Any]:
+        [(fact_id, _)] = seen.facts.items()
+        return nothing() | {
+            "creates": [
+                {"text": "Alice keeps bees.", "sources": [source(fact_id, "keeps bees")]},
+            ]
+        }
+
+    model.push(lambda seen: HTTPError(503, "overloaded"))
+    model.push(create)
+    fact = await said(api, bank_id, "I keep bees in the garden.", "2024-06-01")
+    [observation] = await observations(api, bank_id)
+    assert observation["text"] == "Alice keeps bees."
+    assert observation["source_memory_ids"] == [fact]
+    assert (await memory(api, bank_id, observation["id"]))["origin"] == "llm"
+    assert len(model.seen) - asked == 2  # the 503, then the retry
+
+
+async def test_a_model_that_stays_unavailable_falls_back_to_the_local_path(
+    api: httpx.AsyncClient, bank_id: str, model: Consolidator
+) -> None:
+    await configure(api, bank_id, extraction_mode="local")
+    asked = len(model.seen)
+    for _ in range(2):  # every attempt that asks the model; the third goes local
+        model.push(lambda seen: HTTPError(503, "overloaded"))
+    await retain(
+        api,
+        bank_id,
+        [
+            {"content": "Alice: I prefer coffee.", "timestamp": "2024-07-01T10:00:00Z"},
+            {"content": "Alice: I prefer coffee at dawn.", "timestamp": "2024-07-02T10:00:00Z"},
+        ],
+    )
+    await wait_consolidated(api, bank_id)
+    [observation] = await observations(api, bank_id)
+    assert observation["proof_count"] == 2  # no fact was dropped
+    assert (await memory(api, bank_id, observation["id"]))["origin"] == "local"
+    assert len(model.seen) - asked == 2
+    result = await latest_result(api, bank_id)
+    assert result["facts"] == 2 and result["created"] == 1
