@@ -11,11 +11,18 @@ over the interval (from the worker's `engram_activity_duration_seconds`).
 
 `--observations` keeps consolidation on: after the import it waits until the consolidation
 backlog (facts not yet consolidated) is empty and prints consolidated facts/s over time,
-next to the import's facts/s.
+next to the import's facts/s (through the workflow: one run, batches of 64, as deployed).
+
+`--consolidate-only --home DIR` reuses the database a run kept with `--home DIR`: it removes
+the bank's observations, puts every fact back on the backlog and runs the local path's
+batches (`consolidate_local_batch`, as the activity does) in process until the backlog is
+empty, printing facts/s over time: the consolidation speed without Temporal or the import.
 
     .venv/bin/python -m bench.entity_skew                 # 400 documents x 25 sentences
     .venv/bin/python -m bench.entity_skew --full          # 4,000 documents (100,000 sentences)
     .venv/bin/python -m bench.entity_skew --observations  # then time consolidation
+    .venv/bin/python -m bench.entity_skew --home DIR && \
+        .venv/bin/python -m bench.entity_skew --consolidate-only --home DIR
 """
 
 from __future__ import annotations
@@ -41,15 +48,21 @@ from typing import Any, Final, TextIO
 import httpx
 from temporalio.client import Client
 
+from activities.consolidation import LOCAL_BATCH_FACTS
 from bench.import_locomo import (
     NO_LINKS,
+    PG_STATS_OPTIONS,
     _unused,
     free_port,
+    reset_statements,
     scrape_activity_times,
+    top_statements,
     tree_cpu,
     wait_for_worker,
 )
 from bench.synthetic_facts import CITIES, FIRST, LAST
+from engine.consolidation.batch import consolidate_local_batch
+from engine.consolidation.encode import text_encoder
 from engine.db import Pool, create_pool, migrate
 from engine.embedding import load_embedder
 from engine.settings import Settings
@@ -89,6 +102,12 @@ TOGETHER: Final = (
     "{a} lent {b} a bicycle for the week.",
     "{a} and {b} watched the football match in {place}.",
     "{a} called {b} to talk about the garden.",
+)
+
+_RESET_OBSERVATIONS = (
+    "DELETE FROM memory_units WHERE bank_id = $1 AND fact_type = 'observation'",
+    "UPDATE memory_units SET consolidated_at = NULL WHERE bank_id = $1",
+    "UPDATE banks SET config = config || '{\"enable_observations\": true}' WHERE bank_id = $1",
 )
 
 # Facts the consolidation backlog counts: stored, not observations, not yet consolidated.
@@ -257,6 +276,10 @@ async def drive(
             f" resolve_entities {end.resolve_s / max(end.resolve_calls, 1):.3f} s/document"
             f" ({end.resolve_calls:,} calls, {end.resolve_s:.0f} s in all)\n"
         )
+        out.write("worker time by activity (sums over attempts; they overlap):\n")
+        for a in scrape_activity_times(metrics_port):
+            mean = a.seconds / a.attempts if a.attempts else 0.0
+            out.write(f"  {a.activity:<26} {a.seconds:8.1f} s  {a.attempts:6,} x  {mean:7.3f} s\n")
         if args.observations:
             consolidated, seconds = await wait_for_consolidation(pool, args.every, out)
             out.write(
@@ -267,6 +290,66 @@ async def drive(
     finally:
         cpu.shutdown()
         await pool.close()
+
+
+async def consolidate_in_process(
+    dsn: str, every: float, budget_s: float | None, out: TextIO
+) -> None:
+    embedder = load_embedder("minilm")
+    pool = await create_pool(dsn, max_size=2)
+    cpu = ThreadPoolExecutor(CPU_THREADS)
+    try:
+        for statement in _RESET_OBSERVATIONS:
+            await pool.execute(statement, BANK)
+        await pool.execute("ANALYZE")
+        encode = text_encoder(embedder, cpu)
+        first = int(await pool.fetchval(_BACKLOG, BANK))
+        out.write(f"consolidating {first:,} facts in process (local path, batches of")
+        out.write(f" {LOCAL_BATCH_FACTS})\n   time   backlog  facts/s (interval)\n")
+        started = time.perf_counter()
+        last_t, last_n, backlog, seq = 0.0, first, first, 0
+        while backlog and (budget_s is None or time.perf_counter() - started < budget_s):
+            async with pool.acquire() as conn:
+                result = await consolidate_local_batch(
+                    conn, BANK, "bench-consolidate", LOCAL_BATCH_FACTS, encode, seq
+                )
+            seq += 1
+            backlog = result.backlog
+            now = time.perf_counter() - started
+            if now - last_t >= every or not backlog:
+                rate = (last_n - backlog) / (now - last_t)
+                out.write(f"{now:7.0f}  {backlog:8,}  {rate:18.1f}\n")
+                out.flush()
+                last_t, last_n = now, backlog
+        elapsed = time.perf_counter() - started
+        made = await pool.fetchval(
+            "SELECT count(*) FROM memory_units WHERE bank_id = $1 AND fact_type = 'observation'",
+            BANK,
+        )
+        done = first - backlog
+        out.write(
+            f"consolidation: {done:,} facts in {elapsed:.0f} s = {done / elapsed:.1f} facts/s;"
+            f" {made:,} observations; {backlog:,} left\n"
+        )
+    finally:
+        cpu.shutdown()
+        await pool.close()
+
+
+def consolidate_only(args: argparse.Namespace, home: Path, out: TextIO) -> None:
+    options = PG_STATS_OPTIONS if args.pg_stats else ()
+    postgres = EmbeddedPostgres(home / "postgres", home / "postgres.log", options)
+    postgres.start()
+    try:
+        if args.pg_stats:
+            asyncio.run(reset_statements(postgres.dsn))
+        asyncio.run(consolidate_in_process(postgres.dsn, args.every, args.budget_s, out))
+        if args.pg_stats:
+            out.write("\nPostgreSQL statements by execution time (pg_stat_statements):\n")
+            for st in asyncio.run(top_statements(postgres.dsn)):
+                out.write(f"  {st.seconds:7.2f} s  {st.calls:7,} x  {st.query[:150]}\n")
+    finally:
+        postgres.stop()
 
 
 def bench(args: argparse.Namespace, home: Path, out: TextIO) -> None:
@@ -335,10 +418,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--every", type=float, default=20.0, help="seconds between lines")
     parser.add_argument("--no-links", action="store_true", help="turn the bank's links off")
     parser.add_argument("--observations", action="store_true", help="then time consolidation")
+    parser.add_argument(
+        "--consolidate-only", action="store_true", help="time the local path on a kept --home"
+    )
+    parser.add_argument("--pg-stats", action="store_true", help="with --consolidate-only")
+    parser.add_argument(
+        "--budget-s", type=float, help="with --consolidate-only: stop after this many seconds"
+    )
     parser.add_argument("--home", type=Path, help="keep the databases here (default: temp dir)")
     args = parser.parse_args(argv)
     # A terminated bench still stops its worker, Temporal and PostgreSQL (`finally` below).
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+    if args.consolidate_only:
+        if args.home is None:
+            parser.error("--consolidate-only needs the --home of an earlier run")
+        consolidate_only(args, args.home, sys.stdout)
+        return 0
     if args.home is not None:
         args.home.mkdir(parents=True, exist_ok=True)
         bench(args, args.home, sys.stdout)
