@@ -84,15 +84,25 @@ _SHARES_ENTITY = """(
                WHERE ue.unit_id = m.id AND ue.entity_id = ANY($ENT::uuid[])))"""
 _IN_SCOPE = "m.tags @> $2::text[] AND m.tags <@ $2::text[]"
 
+# Driven by the bank's observations (their own index), each read by primary key in a lateral
+# subquery (OFFSET 0 keeps it one): a join let the planner scan the scope's tags index over
+# every fact of the bank (the tags estimate is far off), 30 ms a fact at 10k facts and ~300
+# observations on a loaded host, the largest cost of the local path (bench/entity_skew.py).
 _RELATED_OBSERVATIONS = f"""
-SELECT m.id::text AS id, m.text, 1 - (m.embedding <=> $3) AS similarity, o.claim,
-       coalesce(o.last_evidence_at, m.created_at) AS event_at, m.created_at, m.embedding,
-       m.token_vectors
-FROM memory_units m JOIN observations o ON o.observation_id = m.id
-WHERE m.bank_id = $1 AND o.bank_id = $1 AND m.fact_type = 'observation' AND {_IN_SCOPE}
-  AND ((o.claim->>'subject' = $4 AND o.claim->>'aspect' = $5)
-       OR (1 - (m.embedding <=> $3) >= $7 AND {_SHARES_ENTITY.replace("$ENT", "$6")}))
-ORDER BY m.embedding <=> $3, m.id
+SELECT r.* FROM observations o
+CROSS JOIN LATERAL (
+    SELECT m.id::text AS id, m.text, 1 - (m.embedding <=> $3) AS similarity, o.claim,
+           coalesce(o.last_evidence_at, m.created_at) AS event_at, m.created_at, m.embedding,
+           m.token_vectors, m.embedding <=> $3 AS distance
+    FROM memory_units m
+    WHERE m.id = o.observation_id AND m.bank_id = $1 AND m.fact_type = 'observation'
+      AND {_IN_SCOPE}
+      AND ((o.claim->>'subject' = $4 AND o.claim->>'aspect' = $5)
+           OR (1 - (m.embedding <=> $3) >= $7 AND {_SHARES_ENTITY.replace("$ENT", "$6")}))
+    OFFSET 0
+) r
+WHERE o.bank_id = $1
+ORDER BY r.distance, r.id
 LIMIT $8
 """
 
@@ -125,15 +135,17 @@ _PEER_FILTER = f"""m.bank_id = $1 AND m.fact_type <> 'observation' AND {_IN_SCOP
   AND 1 - (m.embedding <=> $3) >= $6"""
 _PEERS_BY_ENTITY = f"""
 WITH sharing AS MATERIALIZED (
-    SELECT DISTINCT ue.unit_id FROM unit_entities ue WHERE ue.entity_id = ANY($5::uuid[])
+    SELECT DISTINCT ue.unit_id FROM unit_entities ue
+    WHERE ue.entity_id = ANY($5::uuid[])
+      AND NOT EXISTS (SELECT 1 FROM observation_evidence e WHERE e.fact_id = ue.unit_id)
 )
 SELECT p.* FROM sharing s
 CROSS JOIN LATERAL (
-    SELECT {_PEER_COLUMNS} FROM memory_units m
+    SELECT {_PEER_COLUMNS}, m.embedding <=> $3 AS distance FROM memory_units m
     WHERE m.id = s.unit_id AND {_PEER_FILTER}
     OFFSET 0
 ) p
-ORDER BY p.similarity DESC, p.id
+ORDER BY p.distance, p.id
 LIMIT $7
 """
 _PEERS_WITHOUT_ENTITIES = f"""
