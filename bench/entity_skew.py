@@ -71,7 +71,7 @@ from engram.temporal_server import TemporalDevServer
 from server.app import create_app
 from server.services import Services
 from worker.main import CPU_THREADS
-from workflows.converter import DATA_CONVERTER
+from workflows.converter import converter_for
 
 SEED: Final = 17
 ZIPF_S: Final = 1.1
@@ -252,7 +252,7 @@ async def drive(
     cpu = ThreadPoolExecutor(CPU_THREADS)
     try:
         temporal = await Client.connect(
-            settings.resolved_temporal_address, data_converter=DATA_CONVERTER
+            settings.resolved_temporal_address, data_converter=converter_for(settings)
         )
         app = create_app(_unused)
         app.state.services = Services(settings, pool, temporal, embedder, cpu)
@@ -380,6 +380,7 @@ def bench(args: argparse.Namespace, home: Path, out: TextIO) -> None:
         )
         env = {
             **os.environ,
+            "ENGRAM_HOME": str(home),  # the payload key the app and the worker share
             "ENGRAM_DATABASE_URL": postgres.dsn,
             "ENGRAM_TEMPORAL_ADDRESS": temporal.address,
             "ENGRAM_TASK_QUEUE": settings.task_queue,
