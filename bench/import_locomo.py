@@ -323,6 +323,7 @@ def bench(
             "ENGRAM_TASK_QUEUE": settings.task_queue,
             "ENGRAM_WORKER_METRICS_PORT": str(metrics_port),
             "ENGRAM_EXTRACTION_MODE": "local",
+            "ENGRAM_HOME": str(home),  # the payload key the app and the worker share
         }
         with (home / "worker.log").open("ab") as log:
             worker = subprocess.Popen(

@@ -13,6 +13,7 @@ from temporalio import activity
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
+from activities.failures import FailureInterceptor
 from activities.retain import RetainActivities
 from engine.db import Pool
 from engine.embedding import Embedder
@@ -77,7 +78,7 @@ def flaky_worker(
         task_queue=settings.task_queue,
         workflows=list(WORKFLOWS),
         activities=[*activities, upsert_then_fail_once],
-        interceptors=[HeartbeatInterceptor()],
+        interceptors=[FailureInterceptor(), HeartbeatInterceptor()],
     )
 
 

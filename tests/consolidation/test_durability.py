@@ -15,6 +15,7 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from activities.consolidation import ConsolidationActivities
+from activities.failures import FailureInterceptor
 from engine.consolidation.payloads import BatchRequest, BatchResult, ConsolidationRequest
 from engine.db import Pool
 from engine.embedding import Embedder, FloatMatrix
@@ -92,7 +93,7 @@ def failing_after_commit(
         task_queue=queue,
         workflows=list(WORKFLOWS),
         activities=[*activities, consolidate_then_fail],
-        interceptors=[HeartbeatInterceptor()],
+        interceptors=[FailureInterceptor(), HeartbeatInterceptor()],
     )
 
 
@@ -102,7 +103,7 @@ def production(env: WorkflowEnvironment, queue: str, services: WorkerServices) -
         task_queue=queue,
         workflows=list(WORKFLOWS),
         activities=activities_of(services),
-        interceptors=[HeartbeatInterceptor()],
+        interceptors=[FailureInterceptor(), HeartbeatInterceptor()],
     )
 
 

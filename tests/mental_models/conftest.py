@@ -9,6 +9,7 @@ import pytest
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
+from activities.failures import FailureInterceptor
 from engine.db import Pool
 from engine.embedding import Embedder
 from engine.settings import Settings
@@ -32,7 +33,7 @@ async def worker(
         task_queue=settings.task_queue,
         workflows=[*workflows, StubReflectWorkflow],
         activities=[*activities_of(services), StubReflectActivities(pool).stub_reflect_facts],
-        interceptors=[HeartbeatInterceptor()],
+        interceptors=[FailureInterceptor(), HeartbeatInterceptor()],
     )
     async with running:
         yield running
