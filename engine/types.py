@@ -46,3 +46,4 @@ class ExtractedFact:
     source_start: int | None = None  # character span in the chunk text, when known
     source_end: int | None = None
     causes: list[int] = field(default_factory=list)  # indexes of facts (same chunk) causing this
+    importance: float | None = None  # [0, 1]; None: scored from the text at staging

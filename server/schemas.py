@@ -48,6 +48,8 @@ class BankIn(Request):
     enable_temporal_links: bool | None = None
     enable_causal_links: bool | None = None
     directives: list[str] | None = None
+    lifecycle_preset: str | None = None
+    lifecycle: dict[str, Any] | None = None
 
 
 class ConfigPatchIn(Request):

@@ -94,7 +94,7 @@ _TOTAL_TERMS = "UPDATE bank_stats SET total_terms = total_terms + $2 WHERE bank_
 _SUPPORT = """
 SELECT count(*)::int AS n, min(f.occurred_start) AS occurred_start,
        max(coalesce(f.occurred_end, f.occurred_start)) AS occurred_end,
-       max(f.mentioned_at) AS mentioned_at,
+       max(f.mentioned_at) AS mentioned_at, max(f.importance) AS importance,
        coalesce(array_agg(e.evidence_at ORDER BY e.evidence_at)
                 FILTER (WHERE e.evidence_at IS NOT NULL), '{}') AS times
 FROM observation_evidence e JOIN memory_units f ON f.id = e.fact_id
@@ -102,7 +102,10 @@ WHERE e.observation_id = $1 AND e.stance = 'supports'
 """
 _REFRESH_UNIT = """
 UPDATE memory_units SET proof_count = $2, occurred_start = $3, occurred_end = $4,
-                        mentioned_at = $5, updated_at = now()
+                        mentioned_at = $5, updated_at = now(),
+                        -- an observation is as important as its most important evidence
+                        importance = coalesce($6, importance),
+                        strength = greatest(strength, coalesce($6, importance))
 WHERE id = $1
 """
 _REFRESH_OBSERVATION = """
@@ -367,6 +370,7 @@ async def refresh_observation(
         support["occurred_start"],
         support["occurred_end"],
         support["mentioned_at"],
+        support["importance"],
     )
     await conn.execute(
         _REFRESH_OBSERVATION,

@@ -15,6 +15,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError
 
 from engine.errors import ExtractionFailed
+from engine.lifecycle.importance import from_scale
 from engine.llm import ChatResult, LLMClient, LLMOutputError, Usage, parse_json_lenient
 from engine.types import EntityKind, ExtractedEntity, ExtractedFact, ItemContext
 
@@ -98,6 +99,7 @@ FACTS_SCHEMA: dict[str, Any] = {
                     "occurred_end",
                     "entities",
                     "causes",
+                    "importance",
                 ],
                 "properties": {
                     "text": {"type": "string"},
@@ -122,6 +124,7 @@ FACTS_SCHEMA: dict[str, Any] = {
                         },
                     },
                     "causes": {"type": "array", "items": {"type": "integer"}},
+                    "importance": {"type": "integer", "minimum": 1, "maximum": 10},
                 },
             },
         }
@@ -154,6 +157,9 @@ organization, product, title (a book, film, song, game or other work), event (a 
 occasion such as a wedding or a conference) or other.
 - causes: the 0-based indexes, in your list, of other facts from this text that caused or \
 led to this one ("Sam missed the train" causes "Sam was late for work"). Empty when none.
+- importance: how much this fact matters months from now, 1 to 10: decisions, preferences, \
+commitments, identity (name, job, home, family, health) and plans 7-10; background and \
+ordinary events 4-6; small talk, pleasantries and passing remarks 1-3.
 
 Answer with JSON only, shaped {"facts": [...]}. When the text holds nothing worth \
 remembering, answer {"facts": []}."""
@@ -173,6 +179,17 @@ def _text(value: object) -> str:
 def _names(value: object) -> list[str]:
     items = value if isinstance(value, list) else [value]
     return [name for name in (_text_or_none(item) for item in items) if name]
+
+
+def _importance(value: object) -> float | None:
+    """The model's 1-10, or None when it is missing or not a number (then the fact keeps
+    the local cues' score, see engine/retain/staging.py)."""
+    if isinstance(value, bool) or value is None:
+        return None
+    try:
+        return float(str(value).strip())
+    except ValueError:
+        return None
 
 
 def _fact_type(value: object) -> Literal["world", "experience"]:
@@ -273,6 +290,7 @@ class _RawFact(BaseModel):
     occurred_end: Annotated[Moment | None, BeforeValidator(parse_moment)] = None
     entities: Annotated[list[_RawEntity], BeforeValidator(_entities)] = []
     causes: Annotated[list[int], BeforeValidator(_causes)] = []
+    importance: Annotated[float | None, BeforeValidator(_importance)] = None
 
 
 class _InvalidOutput(Exception):
@@ -371,6 +389,7 @@ def parse_facts(raw: str, item: ItemContext) -> list[ExtractedFact]:
                 occurred_end=end,
                 entities=list(entities.values()),
                 causes=causes,
+                importance=from_scale(fact.importance),
             )
         )
     return facts

@@ -40,6 +40,7 @@ from engine.extraction.lexicon import (
     WHY,
 )
 from engine.extraction.local_entities import find_entities, is_common
+from engine.lifecycle.importance import local_importance
 from engine.types import ExtractedEntity, ExtractedFact, ItemContext
 
 _UNSET_REFERENCE = datetime(2000, 1, 1, tzinfo=UTC)  # finds expressions when no date is known
@@ -222,8 +223,9 @@ def _fact(
     if where is None and (phrase := PLACE_PHRASE.search(body)):
         where = phrase.group("place")
     why = WHY.search(body)
+    text = _attributed(_annotated(body, spans if dated else []), speaker)
     return ExtractedFact(
-        text=_attributed(_annotated(body, spans if dated else []), speaker),
+        text=text,
         fact_type="experience" if first_person else "world",
         who=who,
         what=_what(body, spans),
@@ -236,6 +238,7 @@ def _fact(
         source_start=sentence.start,
         source_end=sentence.end,
         causes=causes,
+        importance=local_importance(raw, len(entities)),
     )
 
 

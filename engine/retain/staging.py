@@ -15,6 +15,7 @@ from pgvector import Vector
 
 from engine.db import Connection, Pool
 from engine.embedding import Embedder
+from engine.lifecycle.importance import local_importance
 from engine.recall.vectors import encode_token_vectors
 from engine.retain.gate import OrderedGate
 from engine.retain.payloads import ChunkJob, ExtractionBatch, StagedFacts
@@ -57,6 +58,8 @@ def with_hints(fact: ExtractedFact, hints: Sequence[str]) -> ExtractedFact:
 
 def fact_to_json(fact: ExtractedFact) -> dict[str, Any]:
     data = asdict(fact)
+    if data.get("importance") is None:  # the `none` provider, or a model that gave none
+        data["importance"] = local_importance(fact.text, len(fact.entities))
     for key in ("occurred_start", "occurred_end"):
         value = data[key]
         data[key] = value.isoformat() if isinstance(value, datetime) else None

@@ -75,7 +75,8 @@ ORDER BY chunk_id, (fact->'_chunk'->>'index')::int
 _UNITS = """
 INSERT INTO memory_units (id, bank_id, document_id, chunk_id, fact_type, text, context, details,
                           occurred_start, occurred_end, mentioned_at, metadata, tags,
-                          source_start, source_end, embedding, token_count, token_vectors)
+                          source_start, source_end, embedding, token_count, token_vectors,
+                          importance, strength, valid_from)
 SELECT s.fact_id, $1, $2, s.chunk_id, coalesce(s.fact->>'fact_type', 'world'),
        s.fact->>'text', coalesce(s.fact->'_chunk'->>'context', ''),
        coalesce((SELECT jsonb_object_agg(k, s.fact->k)
@@ -87,7 +88,10 @@ SELECT s.fact_id, $1, $2, s.chunk_id, coalesce(s.fact->>'fact_type', 'world'),
        coalesce(s.fact->'_chunk'->'metadata', '{}'),
        ARRAY(SELECT jsonb_array_elements_text(coalesce(s.fact->'_chunk'->'tags', '[]'))),
        (s.fact->>'source_start')::int, (s.fact->>'source_end')::int,
-       s.embedding, u.token_count, s.token_vectors
+       s.embedding, u.token_count, s.token_vectors,
+       coalesce((s.fact->>'importance')::real, 0.5), coalesce((s.fact->>'importance')::real, 0.5),
+       coalesce(nullif(s.fact->>'occurred_start', '')::timestamptz,
+                nullif(s.fact->'_chunk'->>'mentioned_at', '')::timestamptz)
 FROM unnest($3::uuid[], $4::int[]) WITH ORDINALITY AS u(fact_id, token_count, ord)
 JOIN staged_facts s ON s.fact_id = u.fact_id
 ORDER BY u.ord

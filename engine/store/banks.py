@@ -10,6 +10,7 @@ import asyncpg
 
 from engine.db import Connection
 from engine.errors import InvalidInput, NotFound
+from engine.lifecycle.policy import DEFAULT_PRESET, LifecyclePolicy, resolve_policy
 
 EXTRACTION_MODES = ("llm", "local", "none")
 MIN_CHUNK_SIZE = 200
@@ -45,9 +46,19 @@ class BankConfig:
     enable_temporal_links: bool = True
     enable_causal_links: bool = True
     directives: tuple[str, ...] = ()
+    # Memory lifecycle (engine/lifecycle/policy.py): a preset and per-setting overrides.
+    lifecycle_preset: str = DEFAULT_PRESET
+    lifecycle: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def lifecycle_policy(self) -> LifecyclePolicy:
+        return resolve_policy(self.lifecycle_preset, self.lifecycle)
 
     def validated(self) -> BankConfig:
         self.disposition.validated()
+        if not isinstance(self.lifecycle, dict):
+            raise InvalidInput("lifecycle", "must be an object of lifecycle settings")
+        resolve_policy(self.lifecycle_preset, self.lifecycle)
         if self.extraction_mode not in ("", *EXTRACTION_MODES):
             raise InvalidInput("extraction_mode", f"must be one of {', '.join(EXTRACTION_MODES)}")
         if not MIN_CHUNK_SIZE <= self.chunk_size <= MAX_CHUNK_SIZE:

@@ -26,6 +26,7 @@ class MemoryFilter:
     time_field: str = "created_at"
     start: datetime | None = None
     end: datetime | None = None
+    state: str | None = None  # active | archived | superseded; None: any
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,16 @@ class Memory:
     created_at: datetime
     updated_at: datetime
     entities: list[str]
+    # The lifecycle (engine/lifecycle/): see docs/lifecycle.md.
+    importance: float = 0.5
+    strength: float = 0.5
+    access_count: int = 0
+    last_accessed_at: datetime | None = None
+    state: str = "active"
+    valid_from: datetime | None = None
+    valid_to: datetime | None = None
+    superseded_by: str | None = None
+    needs_correction: bool = False
 
 
 @dataclass(frozen=True)
@@ -84,7 +95,8 @@ def tags_clause(column: str, param: str, match: TagsMatch) -> str:
 _MEMORY_COLUMNS = """
 m.id::text AS id, m.bank_id, m.fact_type, m.text, m.context, m.details, m.occurred_start,
 m.occurred_end, m.mentioned_at, m.document_id, m.chunk_id, m.metadata, m.tags, m.proof_count,
-m.created_at, m.updated_at,
+m.created_at, m.updated_at, m.importance, m.strength, m.access_count, m.last_accessed_at,
+m.state, m.valid_from, m.valid_to, m.superseded_by::text AS superseded_by, m.needs_correction,
 coalesce(array(SELECT e.canonical_name FROM unit_entities ue JOIN entities e ON e.id = ue.entity_id
                WHERE ue.unit_id = m.id ORDER BY e.canonical_name), '{}') AS entities
 """
@@ -111,6 +123,7 @@ async def list_memories(
         tags_clause("m.tags", "$6::text[]", where.tags_match),
         f"($7::timestamptz IS NULL OR {axis} >= $7)",
         f"($8::timestamptz IS NULL OR {axis} < $8)",
+        "($11::text IS NULL OR m.state = $11)",
     ]
     if windowed:
         conditions.append(f"{axis} IS NOT NULL")
@@ -136,8 +149,13 @@ async def list_memories(
         *args,
         limit,
         offset,
+        where.state,
     )
-    total = await conn.fetchval(f"SELECT count(*) FROM memory_units m WHERE {sql_where}", *args)
+    total = await conn.fetchval(
+        f"SELECT count(*) FROM memory_units m WHERE {sql_where.replace('$11', '$9')}",
+        *args,
+        where.state,
+    )
     return [_memory(r) for r in rows], int(total)
 
 

@@ -85,6 +85,8 @@ def config_changes(body: BankIn) -> dict[str, Any]:
         "enable_temporal_links",
         "enable_causal_links",
         "directives",
+        "lifecycle_preset",
+        "lifecycle",
     ):
         value = getattr(body, key)
         if value is not None:

@@ -44,6 +44,16 @@ from server.http import (
 from server.routes.observations import observation_fields
 
 FACT_TYPES = ("world", "experience", "observation")
+# Hindsight's curation states on the wire: 'valid' is an active fact and 'invalidated' an
+# archived one; 'superseded' is Engram's (docs/lifecycle.md).
+WIRE_STATES = {"active": "valid", "archived": "invalidated", "superseded": "superseded"}
+STATES_FROM_WIRE = {
+    "valid": "active",
+    "active": "active",
+    "invalidated": "archived",
+    "archived": "archived",
+    "superseded": "superseded",
+}
 TAG_MODES = ("any", "all", "any_strict", "all_strict", "exact")
 
 
@@ -77,7 +87,15 @@ def memory_item(memory: Memory) -> dict[str, Any]:
         "metadata": memory.metadata,
         "updated_at": iso(memory.updated_at),
         "created_at": iso(memory.created_at),
-        "state": "valid",
+        "state": WIRE_STATES[memory.state],
+        "importance": memory.importance,
+        "strength": memory.strength,
+        "access_count": memory.access_count,
+        "last_accessed_at": iso(memory.last_accessed_at),
+        "valid_from": iso(memory.valid_from),
+        "valid_to": iso(memory.valid_to),
+        "superseded_by": memory.superseded_by,
+        "needs_correction": memory.needs_correction,
     }
 
 
@@ -99,6 +117,7 @@ async def list_memory_route(request: Request) -> Response:
         time_field=time_field,
         start=start,
         end=end,
+        state=STATES_FROM_WIRE.get(choice_param(request, "state", tuple(STATES_FROM_WIRE)) or ""),
     )
     async with services_of(request).pool.acquire() as conn:
         await get_bank(conn, bank_id)

@@ -1,0 +1,1 @@
+"""The memory lifecycle: importance, strength and decay, supersession, correction, erasure."""
