@@ -75,6 +75,9 @@ class RecallIn(Request):
     prefer_observations: bool | None = None
     min_scores: MinScoresIn | None = None
     temporal_window: TemporalWindowIn | None = None
+    include_archived: bool | None = None
+    include_superseded: bool | None = None
+    as_of: str | None = None
 
 
 def _instant(raw: str, field: str) -> datetime:
@@ -129,4 +132,7 @@ def to_recall_request(bank_id: str, body: RecallIn) -> RecallRequest:
         prefer_observations=bool(body.prefer_observations),
         min_scores=MinScores(floors.semantic, floors.keyword, floors.reranker, floors.final),
         trace=bool(body.trace),
+        include_archived=bool(body.include_archived),
+        include_superseded=bool(body.include_superseded),
+        as_of=_instant(body.as_of, "as_of") if body.as_of else None,
     )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
@@ -11,6 +13,7 @@ from temporalio.client import Client
 
 from engine.db import Pool, create_pool, migrate
 from engine.embedding import Embedder, load_embedder
+from engine.lifecycle.access import AccessBuffer
 from engine.recall.engine import RecallEngine
 from engine.settings import Settings
 from workflows.converter import converter_for
@@ -29,9 +32,14 @@ class Services:
     cpu: ThreadPoolExecutor
     # Built with the services, not on the first request, so no recall pays for it.
     recall: RecallEngine = field(init=False)
+    # The facts recall returned, flushed as reinforcement by `open_services`' task.
+    access: AccessBuffer = field(init=False)
 
     def __post_init__(self) -> None:
-        self.recall = RecallEngine.from_settings(self.settings, self.pool, self.embedder, self.cpu)
+        self.access = AccessBuffer(self.pool)
+        self.recall = RecallEngine.from_settings(
+            self.settings, self.pool, self.embedder, self.cpu, access=self.access
+        )
 
 
 @asynccontextmanager
@@ -46,7 +54,14 @@ async def open_services(settings: Settings) -> AsyncIterator[Services]:
             namespace=settings.temporal_namespace,
             data_converter=converter_for(settings),
         )
-        yield Services(settings, pool, temporal, embedder, cpu)
+        services = Services(settings, pool, temporal, embedder, cpu)
+        flusher = asyncio.create_task(services.access.run(), name="engram-access-flush")
+        try:
+            yield services
+        finally:
+            flusher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await flusher
     finally:
         cpu.shutdown(wait=False, cancel_futures=True)
         await pool.close()

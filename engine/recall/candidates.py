@@ -16,7 +16,10 @@ from engine.recall.types import BlobCounts, CandidateRow
 _ROWS = """
 SELECT m.id::text AS id, m.fact_type, m.text, m.context, m.occurred_start, m.occurred_end,
        m.mentioned_at, m.document_id, m.chunk_id, m.metadata, m.tags, m.proof_count,
-       m.embedding, m.updated_at AS version, n.entities, n.entity_ids
+       m.embedding, m.updated_at AS version, n.entities, n.entity_ids,
+       m.importance, m.strength, m.state, coalesce(m.valid_from, m.created_at) AS valid_from,
+       m.valid_to, m.superseded_by::text AS superseded_by,
+       coalesce(m.mentioned_at, m.created_at) AS known_at
 FROM memory_units m
 CROSS JOIN LATERAL (
     SELECT coalesce(array_agg(e.canonical_name ORDER BY e.canonical_name, e.id), '{}')
@@ -138,6 +141,13 @@ async def fetch_rows(
             entities=list(r["entities"]),
             entity_ids=tuple(r["entity_ids"]),
             context_vectors=tuple(blobs[n] for n in context.get(r["id"], []) if n in blobs),
+            importance=float(r["importance"]),
+            strength=float(r["strength"]),
+            state=r["state"],
+            valid_from=r["valid_from"],
+            valid_to=r["valid_to"],
+            superseded_by=r["superseded_by"],
+            known_at=r["known_at"],
         )
         for r in rows
     }

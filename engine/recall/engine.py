@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -22,6 +22,7 @@ import numpy as np
 from engine.bm25 import BM25Params
 from engine.db import Pool
 from engine.embedding import Embedder
+from engine.lifecycle.access import AccessBuffer
 from engine.recall.budget import estimate_tokens, fill_budget
 from engine.recall.candidates import (
     fetch_chunks,
@@ -32,6 +33,7 @@ from engine.recall.config import RecallConfig
 from engine.recall.fusion import fuse_rrf, seeds_of, shortlist
 from engine.recall.graph import graph_arm
 from engine.recall.keyword import keyword_arm
+from engine.recall.lifecycle import current_first, visible_as_of
 from engine.recall.mmr import mmr_order
 from engine.recall.query import QueryText, QueryVectors, analyse_text, embed_query
 from engine.recall.rerank import MaxSimReranker, Reranker, load_reranker
@@ -48,6 +50,7 @@ from engine.recall.types import (
     EntityState,
     Fused,
     Ranked,
+    RankingBoosts,
     RecalledMemory,
     RecallRequest,
     RecallResult,
@@ -75,6 +78,7 @@ class RecallEngine:
         config: RecallConfig | None = None,
         bm25: BM25Params | None = None,
         token_cache: TokenVectorCache | None = None,
+        access: AccessBuffer | None = None,
     ) -> None:
         self._pool = pool
         self._embedder = embedder
@@ -82,6 +86,8 @@ class RecallEngine:
         self._reranker = reranker
         self._config = config or RecallConfig()
         self._bm25 = bm25 or BM25Params()
+        # Where returned facts are recorded for reinforcement (the server's; None: not kept).
+        self._access = access
         self._token_cache = (
             token_cache
             if token_cache is not None
@@ -90,7 +96,12 @@ class RecallEngine:
 
     @classmethod
     def from_settings(
-        cls, settings: Settings, pool: Pool, embedder: Embedder, cpu: Executor
+        cls,
+        settings: Settings,
+        pool: Pool,
+        embedder: Embedder,
+        cpu: Executor,
+        access: AccessBuffer | None = None,
     ) -> RecallEngine:
         """The process's recall engine as configured (the reranker may load a model): the
         server's, and the worker's for reflect's tools."""
@@ -99,7 +110,7 @@ class RecallEngine:
             settings.recall_reranker, embedder.dimension, config.context_weight
         )
         cache = TokenVectorCache(settings.recall_token_cache_mb * 2**20)
-        return cls(pool, embedder, cpu, reranker, config, token_cache=cache)
+        return cls(pool, embedder, cpu, reranker, config, token_cache=cache, access=access)
 
     @property
     def config(self) -> RecallConfig:
@@ -113,7 +124,11 @@ class RecallEngine:
     def reranker_name(self) -> str:
         return self._reranker.name if self._reranker is not None else "none"
 
-    async def recall(self, request: RecallRequest) -> RecallResult:
+    async def recall(
+        self, request: RecallRequest, boosts: Awaitable[RankingBoosts] | None = None
+    ) -> RecallResult:
+        """`boosts`, when given, replaces `request.boosts` once it is ready (the server reads
+        the bank's weights beside the arms)."""
         started = time.perf_counter()
         timer = _Timer()
         reference = request.query_timestamp or datetime.now(UTC)
@@ -164,8 +179,12 @@ class RecallEngine:
             cache=self._token_cache,
             counts=blobs,
         )
+        if request.as_of is not None:
+            rows = visible_as_of(rows, request.as_of)
         timer.add("fetch", fetch_started)
         by_id = {f.unit_id: f for f in candidates}
+        if boosts is not None:
+            request = replace(request, boosts=await boosts)
         ranked = await loop.run_in_executor(
             self._cpu,
             self._rank,
@@ -178,6 +197,8 @@ class RecallEngine:
         )
         timer.marks["rerank"] = round(ranked.rerank_ms, 3)
         kept, used = fill_budget(ranked.memories, lambda m: m.tokens, request.max_tokens)
+        if self._access is not None and request.as_of is None and kept:
+            self._access.record(request.bank_id, [m.row.id for m in kept])
         entities = chunks = None
         if kept and (request.include_entities or request.include_chunks):
             extras_started = time.perf_counter()
@@ -321,6 +342,7 @@ class RecallEngine:
             prefer_observations=request.prefer_observations,
             config=config,
             understood=vectors.known_share,
+            lifecycle=request.boosts,
         )
         floors = request.min_scores
         keep: list[int] = []
@@ -345,22 +367,25 @@ class RecallEngine:
                 [finals[i] for i in by_final], embeddings[by_final], config.mmr_lambda
             )
         ]
-        memories = [
-            RecalledMemory(
-                rows[i],
-                Scores(
-                    final=finals[i],
-                    semantic=float(semantic[i]),
-                    keyword=fused[i].scores.get("keyword"),
-                    reranker=reranked[i] if reranked is not None else None,
-                    fused=fused[i].score,
-                    arms=dict(fused[i].scores),
-                    ranks=dict(fused[i].ranks),
-                ),
-                estimate_tokens(rows[i].text),
-            )
-            for i in order
-        ]
+        memories = current_first(
+            [
+                RecalledMemory(
+                    rows[i],
+                    Scores(
+                        final=finals[i],
+                        semantic=float(semantic[i]),
+                        keyword=fused[i].scores.get("keyword"),
+                        reranker=reranked[i] if reranked is not None else None,
+                        fused=fused[i].score,
+                        arms=dict(fused[i].scores),
+                        ranks=dict(fused[i].ranks),
+                    ),
+                    estimate_tokens(rows[i].text),
+                )
+                for i in order
+            ],
+            request.as_of or reference,
+        )
         moved_by_rerank = sum(1 for pos, i in enumerate(by_final) if i != keep[pos])
         moved_by_mmr = sum(1 for a, b in zip(order, by_final, strict=True) if a != b)
         elapsed = (time.perf_counter() - started) * 1000

@@ -32,12 +32,12 @@ import asyncpg
 from pgvector import Vector
 
 from engine.db import Pool
-from engine.recall.filters import filter_args, filter_sql
+from engine.recall.filters import ACTIVE, filter_args, filter_sql, visible_states
 from engine.recall.types import ArmHit, ArmResult, FloatVector, RecallRequest
 from engine.store.memories import TagsMatch
 
 
-def links_sql(tags_match: TagsMatch) -> str:
+def links_sql(tags_match: TagsMatch, states: tuple[str, ...] = ACTIVE) -> str:
     """Neighbours along memory_links ($4 seeds, $5 seed weights, $6 fan-out, $7 query)."""
     return f"""
 WITH seeds AS (SELECT * FROM unnest($4::uuid[], $5::float8[]) AS s(id, w))
@@ -52,11 +52,11 @@ CROSS JOIN LATERAL (
     ) x ORDER BY weight DESC, other LIMIT $6
 ) l
 JOIN memory_units m ON m.id = l.other
-WHERE {filter_sql("m", tags_match)} AND m.id <> ALL($4::uuid[])
+WHERE {filter_sql("m", tags_match, states)} AND m.id <> ALL($4::uuid[])
 """
 
 
-def entities_sql(tags_match: TagsMatch) -> str:
+def entities_sql(tags_match: TagsMatch, states: tuple[str, ...] = ACTIVE) -> str:
     """Facts sharing the seeds' entities ($4 seeds, $5 weights, $6 fan-out, $7 query,
     $8 mention cap, $9 entities expanded, $10 mentions read per entity)."""
     return f"""
@@ -84,7 +84,7 @@ CROSS JOIN LATERAL (
           WHERE ue.entity_id = sh.entity_id AND ue.unit_id <> ALL($4::uuid[])
           ORDER BY ue.unit_id LIMIT $10) ue
     JOIN memory_units m ON m.id = ue.unit_id
-    WHERE {filter_sql("m", tags_match)}
+    WHERE {filter_sql("m", tags_match, states)}
     ORDER BY m.embedding <=> $7
     LIMIT $6
 ) x
@@ -146,12 +146,12 @@ async def graph_arm(
     weights = [s[1] for s in seeds]
     query = Vector(vector)
     args = (*filter_args(request), ids, weights, fanout, query)
-    reads = [_fetch(pool, links_sql(request.tags_match), *args)]
+    reads = [_fetch(pool, links_sql(request.tags_match, visible_states(request)), *args)]
     if type_weights.get("entity_shared", 1.0) > 0:
         reads.append(
             _fetch(
                 pool,
-                entities_sql(request.tags_match),
+                entities_sql(request.tags_match, visible_states(request)),
                 *args,
                 max_entity_mentions,
                 max_entities,

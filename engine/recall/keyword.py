@@ -38,7 +38,7 @@ import time
 
 from engine.bm25 import BM25Params
 from engine.db import Connection
-from engine.recall.filters import filter_args, filter_sql
+from engine.recall.filters import ACTIVE, filter_args, filter_sql, visible_states
 from engine.recall.types import FACT_TYPES, ArmHit, ArmResult, RecallRequest
 from engine.store.memories import TagsMatch
 
@@ -64,7 +64,7 @@ _QUERY_TERMS = """WITH stats AS (
 )"""
 
 
-def keyword_sql(tags_match: TagsMatch) -> str:
+def keyword_sql(tags_match: TagsMatch, states: tuple[str, ...] = ACTIVE) -> str:
     return f"""
 {_QUERY_TERMS}
 SELECT m.id::text AS id,
@@ -76,19 +76,21 @@ SELECT m.id::text AS id,
 FROM q
 JOIN memory_terms mt ON mt.bank_id = $1 AND mt.term = q.term
 JOIN memory_units m ON m.id = mt.unit_id
-WHERE {filter_sql("m", tags_match)}
+WHERE {filter_sql("m", tags_match, states)}
 GROUP BY m.id
 ORDER BY score DESC, m.id
 LIMIT $7
 """
 
 
-def screened_sql(tags_match: TagsMatch, filtered: bool) -> str:
+def screened_sql(tags_match: TagsMatch, filtered: bool, states: tuple[str, ...] = ACTIVE) -> str:
     """$4 all query terms, $5 k1, $6 b, $7 limit, $8 screening terms, $9 screen size. With
     `filtered`, the screen also applies the request's filters (one memory_units read per
-    screened posting); without, it reads memory_terms alone."""
+    screened posting); without, it reads memory_terms alone. Lifecycle states are applied
+    after the screen only: inactive facts are few, and reading memory_units per posting to
+    drop them would cost what the screen saves."""
     screen_filter = (
-        f"JOIN memory_units f ON f.id = mt.unit_id WHERE {filter_sql('f', tags_match)}"
+        f"JOIN memory_units f ON f.id = mt.unit_id WHERE {filter_sql('f', tags_match, states)}"
         if filtered
         else ""
     )
@@ -112,7 +114,7 @@ CROSS JOIN LATERAL (
                                                ELSE 1 END))) AS score
     FROM q JOIN memory_terms mt ON mt.bank_id = $1 AND mt.term = q.term AND mt.unit_id = c.unit_id
 ) s
-WHERE {filter_sql("m", tags_match)}
+WHERE {filter_sql("m", tags_match, states)}
 ORDER BY s.score DESC, m.id
 LIMIT $7
 """
@@ -146,12 +148,15 @@ async def keyword_arm(
     args = (*filter_args(request), distinct, params.k1, params.b, limit)
     note = ""
     if sum(df.values()) <= EXACT_POSTINGS:
-        rows = await conn.fetch(keyword_sql(request.tags_match), *args)
+        rows = await conn.fetch(keyword_sql(request.tags_match, visible_states(request)), *args)
     else:
         screen = screening_terms(df)
         filtered = bool(request.tags) or not set(FACT_TYPES) <= set(request.types or FACT_TYPES)
         rows = await conn.fetch(
-            screened_sql(request.tags_match, filtered), *args, screen, SCREEN_FACTOR * limit
+            screened_sql(request.tags_match, filtered, visible_states(request)),
+            *args,
+            screen,
+            SCREEN_FACTOR * limit,
         )
         read = sum(df[t] for t in screen)
         note = f"screened by {', '.join(screen)} ({read} of {sum(df.values())} postings)"

@@ -16,6 +16,11 @@ question  = 1 for a fact that is a question someone asked ("Seen any good movies
             it, so MaxSim ranks it above the answers.
 Every boost is in [0, 1] and has its own weight, so a boost measured not to help is simply
 weighted 0 (recency is: on LoCoMo any weight > 0 lowered recall@10).
+
+The lifecycle's boosts (docs/lifecycle.md) come per bank with the request, all 0 by default:
+    + w_str · strength + w_imp · importance + w_rec' · recency
+where strength and importance are the fact's own, in [0, 1], and w_rec' adds to the
+configured recency weight.
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from engine.recall.config import RecallConfig
-from engine.recall.types import CandidateRow, TimeWindow
+from engine.recall.types import CandidateRow, RankingBoosts, TimeWindow
 
 _DAY_S = 86400.0
 
@@ -100,6 +105,7 @@ def combined_scores(
     prefer_observations: bool,
     config: RecallConfig,
     understood: float = 1.0,
+    lifecycle: RankingBoosts | None = None,
 ) -> list[float]:
     fused_n = normalise(fused)
     if reranked is None:
@@ -109,12 +115,15 @@ def combined_scores(
         base = [
             alpha * r + (1 - alpha) * f for r, f in zip(normalise(reranked), fused_n, strict=True)
         ]
+    extra = lifecycle or RankingBoosts()
     finals: list[float] = []
     for row, relevance in zip(rows, base, strict=True):
         b = boosts(row, reference, window, config)
         score = (
             relevance
-            + config.recency_weight * b.recency
+            + extra.strength * row.strength
+            + extra.importance * row.importance
+            + (config.recency_weight + extra.recency) * b.recency
             + config.temporal_weight * b.proximity
             + config.proof_weight * b.proof
         )

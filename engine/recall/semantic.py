@@ -14,7 +14,7 @@ import time
 from pgvector import Vector
 
 from engine.db import Connection
-from engine.recall.filters import filter_args, filter_sql
+from engine.recall.filters import ACTIVE, filter_args, filter_sql, visible_states
 from engine.recall.types import ArmHit, ArmResult, FloatVector, RecallRequest
 from engine.store.memories import TagsMatch
 
@@ -24,12 +24,12 @@ SCAN_SETTINGS = (
 )
 
 
-def semantic_sql(tags_match: TagsMatch) -> str:
+def semantic_sql(tags_match: TagsMatch, states: tuple[str, ...] = ACTIVE) -> str:
     return f"""
 WITH hits AS MATERIALIZED (
     SELECT m.id, m.embedding <=> $4 AS distance
     FROM memory_units m
-    WHERE {filter_sql("m", tags_match)}
+    WHERE {filter_sql("m", tags_match, states)}
     ORDER BY m.embedding <=> $4
     LIMIT $5
 )
@@ -52,7 +52,7 @@ async def semantic_arm(
     async with conn.transaction():
         await conn.execute(SCAN_SETTINGS, str(max(ef_search, limit)))
         rows = await conn.fetch(
-            semantic_sql(request.tags_match),
+            semantic_sql(request.tags_match, visible_states(request)),
             *filter_args(request),
             Vector(vector),
             limit,

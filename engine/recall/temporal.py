@@ -17,19 +17,19 @@ from datetime import timedelta
 from pgvector import Vector
 
 from engine.db import Connection
-from engine.recall.filters import filter_args, filter_sql
+from engine.recall.filters import ACTIVE, filter_args, filter_sql, visible_states
 from engine.recall.semantic import SCAN_SETTINGS
 from engine.recall.types import ArmHit, ArmResult, FloatVector, RecallRequest, TimeWindow
 from engine.store.memories import TagsMatch
 
 
-def window_sql(tags_match: TagsMatch) -> str:
+def window_sql(tags_match: TagsMatch, states: tuple[str, ...] = ACTIVE) -> str:
     """$4 query vector, $5 window start, $6 window end (exclusive), $7 limit."""
     return f"""
 WITH hits AS MATERIALIZED (
     SELECT m.id, m.embedding <=> $4 AS distance
     FROM memory_units m
-    WHERE {filter_sql("m", tags_match)}
+    WHERE {filter_sql("m", tags_match, states)}
       AND ((m.occurred_start IS NOT NULL AND m.occurred_start < $6
             AND coalesce(m.occurred_end, m.occurred_start) >= $5)
            OR (m.occurred_start IS NULL AND m.mentioned_at >= $5 AND m.mentioned_at < $6))
@@ -50,10 +50,10 @@ SELECT id::text AS id, 1 - distance AS similarity FROM hits ORDER BY distance, i
 EXACT_WINDOW = timedelta(days=45)
 
 
-def exact_window_sql(tags_match: TagsMatch) -> str:
+def exact_window_sql(tags_match: TagsMatch, states: tuple[str, ...] = ACTIVE) -> str:
     """The same rows as `window_sql`, found by date: the three branches are disjoint (started
     inside the window; started before it and still going; undated, mentioned inside it)."""
-    where = filter_sql("m", tags_match)
+    where = filter_sql("m", tags_match, states)
     return f"""
 WITH inside AS MATERIALIZED (
     SELECT m.id, m.embedding FROM memory_units m
@@ -72,7 +72,7 @@ SELECT id::text AS id, 1 - distance AS similarity FROM hits ORDER BY distance, i
 """
 
 
-def spread_sql(tags_match: TagsMatch) -> str:
+def spread_sql(tags_match: TagsMatch, states: tuple[str, ...] = ACTIVE) -> str:
     """Temporal-link neighbours of $4 (seeds) with $5 (their scores); $6 links per seed."""
     return f"""
 WITH seeds AS (SELECT * FROM unnest($4::uuid[], $5::float8[]) AS s(id, score))
@@ -88,7 +88,7 @@ CROSS JOIN LATERAL (
     ) x ORDER BY weight DESC, other LIMIT $6
 ) l
 JOIN memory_units m ON m.id = l.other
-WHERE {filter_sql("m", tags_match)}
+WHERE {filter_sql("m", tags_match, states)}
 GROUP BY m.id
 """
 
@@ -111,17 +111,21 @@ async def temporal_arm(
     args = filter_args(request)
     window_args = (*args, Vector(vector), window.start, window.end, limit)
     if window.end - window.start <= EXACT_WINDOW:
-        rows = await conn.fetch(exact_window_sql(request.tags_match), *window_args)
+        rows = await conn.fetch(
+            exact_window_sql(request.tags_match, visible_states(request)), *window_args
+        )
     else:
         async with conn.transaction():
             await conn.execute(SCAN_SETTINGS, str(max(ef_search, limit)))
-            rows = await conn.fetch(window_sql(request.tags_match), *window_args)
+            rows = await conn.fetch(
+                window_sql(request.tags_match, visible_states(request)), *window_args
+            )
     hits = [ArmHit(r["id"], float(r["similarity"])) for r in rows]
     seeds = hits[:spread_seeds]
     if seeds and spread_decay > 0:
         found = {h.unit_id for h in hits}
         spread = await conn.fetch(
-            spread_sql(request.tags_match),
+            spread_sql(request.tags_match, visible_states(request)),
             *args,
             [h.unit_id for h in seeds],
             [h.score * spread_decay for h in seeds],

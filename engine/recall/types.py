@@ -40,6 +40,16 @@ class MinScores:
 
 
 @dataclass(frozen=True)
+class RankingBoosts:
+    """Per-bank weights of the lifecycle's ranking boosts (engine/recall/scoring.py); 0 is
+    off, the default of every preset (engine/lifecycle/policy.py)."""
+
+    strength: float = 0.0
+    importance: float = 0.0
+    recency: float = 0.0
+
+
+@dataclass(frozen=True)
 class RecallRequest:
     bank_id: str
     query: str
@@ -59,6 +69,12 @@ class RecallRequest:
     prefer_observations: bool = False
     min_scores: MinScores = field(default_factory=MinScores)
     trace: bool = False
+    # The lifecycle (docs/lifecycle.md): archived and superseded facts are left out unless
+    # asked for; `as_of` answers with the facts valid then, as known then.
+    include_archived: bool = False
+    include_superseded: bool = False
+    as_of: datetime | None = None
+    boosts: RankingBoosts = field(default_factory=RankingBoosts)
 
 
 @dataclass(frozen=True)
@@ -110,6 +126,14 @@ class CandidateRow:
     context_vectors: tuple[bytes, ...] = ()
     # The ids of `entities`, in the same order (read with them).
     entity_ids: tuple[str, ...] = ()
+    # The lifecycle: strength, importance, state and validity (docs/lifecycle.md).
+    importance: float = 0.5
+    strength: float = 0.5
+    state: str = "active"
+    valid_from: datetime | None = None
+    valid_to: datetime | None = None
+    superseded_by: str | None = None
+    known_at: datetime | None = None  # when the memory learnt it: mentioned, else stored
 
 
 @dataclass(frozen=True)

@@ -90,8 +90,10 @@ SELECT s.fact_id, $1, $2, s.chunk_id, coalesce(s.fact->>'fact_type', 'world'),
        (s.fact->>'source_start')::int, (s.fact->>'source_end')::int,
        s.embedding, u.token_count, s.token_vectors,
        coalesce((s.fact->>'importance')::real, 0.5), coalesce((s.fact->>'importance')::real, 0.5),
-       coalesce(nullif(s.fact->>'occurred_start', '')::timestamptz,
-                nullif(s.fact->'_chunk'->>'mentioned_at', '')::timestamptz)
+       -- valid from when it happened or was said, whichever came first (a plan is held
+       -- from when it was made); see docs/lifecycle.md
+       least(nullif(s.fact->>'occurred_start', '')::timestamptz,
+             nullif(s.fact->'_chunk'->>'mentioned_at', '')::timestamptz)
 FROM unnest($3::uuid[], $4::int[]) WITH ORDINALITY AS u(fact_id, token_count, ord)
 JOIN staged_facts s ON s.fact_id = u.fact_id
 ORDER BY u.ord

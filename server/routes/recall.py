@@ -9,8 +9,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from engine.recall.types import CandidateRow, RecalledMemory, RecallResult
-from engine.store.banks import get_bank
+from engine.db import Pool
+from engine.recall.types import CandidateRow, RankingBoosts, RecalledMemory, RecallResult
+from engine.store.banks import Bank, get_bank
 from server.http import iso, json_response, parse_body, path_param, services_of
 from server.recall_metrics import RecallMetrics
 from server.recall_schemas import RecallIn, to_recall_request
@@ -34,6 +35,12 @@ def row_item(row: CandidateRow, include_entities: bool) -> dict[str, Any]:
     }
     if include_entities:
         item["entities"] = row.entities
+    if row.state != "active" or row.valid_to is not None:
+        # Shown only for facts that are not plain current ones (docs/lifecycle.md).
+        item["state"] = row.state
+        item["valid_from"] = iso(row.valid_from)
+        item["valid_to"] = iso(row.valid_to)
+        item["superseded_by"] = row.superseded_by
     return item
 
 
@@ -92,13 +99,19 @@ async def recall(request: Request) -> Response:
     body = await parse_body(request, RecallIn)
     recall_request = to_recall_request(bank_id, body)
     services = services_of(request)
-    # The bank check (a 404 for an unknown bank) runs beside the recall, not before it.
-    recalled = asyncio.ensure_future(services.recall.recall(recall_request))
+    # The bank check (a 404 for an unknown bank) runs beside the recall, not before it; the
+    # bank's ranking weights (its lifecycle policy) are only needed once the candidates are
+    # in, so the recall awaits the same read then.
+    bank_read = asyncio.ensure_future(_read_bank(services.pool, bank_id))
+    boosts = asyncio.ensure_future(_boosts_of(bank_read))
+    # Read by the recall, or by nobody when the bank is unknown: retrieved here either way.
+    boosts.add_done_callback(lambda f: f.cancelled() or f.exception())
+    recalled = asyncio.ensure_future(services.recall.recall(recall_request, boosts=boosts))
     try:
-        async with services.pool.acquire() as conn:
-            await get_bank(conn, bank_id)
+        await bank_read
     except BaseException:
         recalled.cancel()
+        boosts.cancel()
         # Its outcome no longer matters; reading it keeps asyncio from logging it.
         recalled.add_done_callback(lambda f: f.cancelled() or f.exception())
         raise
@@ -107,6 +120,16 @@ async def recall(request: Request) -> Response:
     if metrics is not None:
         metrics.observe(recall_request.budget, result)
     return json_response(response_body(result, recall_request.include_entities))
+
+
+async def _read_bank(pool: Pool, bank_id: str) -> Bank:
+    async with pool.acquire() as conn:
+        return await get_bank(conn, bank_id)
+
+
+async def _boosts_of(bank_read: asyncio.Future[Bank]) -> RankingBoosts:
+    policy = (await asyncio.shield(bank_read)).config.lifecycle_policy
+    return RankingBoosts(policy.strength_weight, policy.importance_weight, policy.recency_weight)
 
 
 def routes() -> list[BaseRoute]:

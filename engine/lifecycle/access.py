@@ -1,0 +1,98 @@
+"""Reinforcement: recall records the facts it returned, flushed in batches off the request path.
+
+`record` only adds ids to an in-memory counter (no I/O, no await), so a recall never waits
+for it; `run` flushes every `interval` seconds (or sooner once `max_pending` ids wait) with
+one UPDATE per bank. A crash loses at most one interval's accesses, which the issue accepts.
+Reinforcement: access_count += n, last_accessed_at = now, and per access
+    strength ← strength + step · (1 − strength)
+(n accesses: strength ← 1 − (1 − strength)·(1 − step)^n), so strength approaches 1 and never
+passes it. An archived fact that recall returned (include_archived) is not restored by
+access alone: restoring needs new evidence (engine/lifecycle/maintenance.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections import Counter
+from datetime import UTC, datetime
+
+import asyncpg
+
+from engine.db import Connection, Pool
+
+log = logging.getLogger(__name__)
+
+_REINFORCE = """
+UPDATE memory_units m SET
+    access_count = m.access_count + a.n,
+    last_accessed_at = greatest(m.last_accessed_at, $3),
+    strength = 1 - (1 - m.strength) * power(1 - $4::float8, a.n)
+FROM unnest($2::uuid[], $5::int[]) AS a(id, n)
+WHERE m.bank_id = $1 AND m.id = a.id
+"""
+
+DEFAULT_STEP = 0.2
+
+
+async def reinforce(
+    conn: Connection,
+    bank_id: str,
+    counts: dict[str, int],
+    now: datetime,
+    step: float = DEFAULT_STEP,
+) -> int:
+    """Apply `counts` (fact id → accesses) now; returns the facts updated. Also what reflect's
+    citations call."""
+    if not counts:
+        return 0
+    ids = sorted(counts)
+    status = await conn.execute(_REINFORCE, bank_id, ids, now, step, [counts[i] for i in ids])
+    return int(status.rsplit(" ", 1)[-1])
+
+
+class AccessBuffer:
+    def __init__(self, pool: Pool, *, interval: float = 5.0, max_pending: int = 5000) -> None:
+        self._pool = pool
+        self._interval = interval
+        self._max_pending = max_pending
+        self._pending: dict[str, Counter[str]] = {}
+        self._size = 0
+        self._wake = asyncio.Event()
+
+    @property
+    def pending(self) -> int:
+        return self._size
+
+    def record(self, bank_id: str, fact_ids: list[str]) -> None:
+        counter = self._pending.setdefault(bank_id, Counter())
+        counter.update(fact_ids)
+        self._size += len(fact_ids)
+        if self._size >= self._max_pending:
+            self._wake.set()
+
+    async def flush(self) -> int:
+        """Write what is pending; what fails to write is dropped (logged), never retried
+        into an unbounded backlog."""
+        pending, self._pending, self._size = self._pending, {}, 0
+        written = 0
+        now = datetime.now(UTC)
+        for bank_id, counts in pending.items():
+            try:
+                async with self._pool.acquire() as conn:
+                    written += await reinforce(conn, bank_id, dict(counts), now)
+            except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+                log.warning("dropped %d accesses of bank %s: %s", len(counts), bank_id, exc)
+        return written
+
+    async def run(self) -> None:
+        """Flush until cancelled; the last flush happens on the way out."""
+        try:
+            while True:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), self._interval)
+                self._wake.clear()
+                await self.flush()
+        finally:
+            await asyncio.shield(self.flush())

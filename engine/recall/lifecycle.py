@@ -1,0 +1,36 @@
+"""What the lifecycle changes in recall: validity at a time, and current facts first.
+
+A fact is valid at `t` when the memory knew it by then (`known_at`: mentioned, else stored),
+it held by then (`valid_from`: when it happened or was said, whichever came first) and it was
+not yet replaced (`valid_to` unset or after `t`). Without `as_of`, the
+reference time is now, so a superseded fact (valid_to set when its successor arrived) is
+"not current" and, when `include_superseded` brings it in, is placed after every current one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from engine.recall.types import CandidateRow, RecalledMemory
+
+
+def valid_at(row: CandidateRow, when: datetime) -> bool:
+    if row.known_at is not None and row.known_at > when:
+        return False
+    if row.valid_from is not None and row.valid_from > when:
+        return False
+    return row.valid_to is None or row.valid_to > when
+
+
+def current_first(memories: Sequence[RecalledMemory], when: datetime) -> list[RecalledMemory]:
+    """Stable: the ranking among current facts and among the others is kept."""
+    current = [m for m in memories if valid_at(m.row, when) and m.row.state != "superseded"]
+    if len(current) == len(memories):
+        return list(memories)
+    held = {id(m) for m in current}
+    return current + [m for m in memories if id(m) not in held]
+
+
+def visible_as_of(rows: Sequence[CandidateRow], when: datetime) -> list[CandidateRow]:
+    return [r for r in rows if valid_at(r, when)]

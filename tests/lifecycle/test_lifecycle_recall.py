@@ -1,0 +1,122 @@
+"""Recall under the lifecycle: importance stored, archived and superseded facts left out by
+default and brought back on request (superseded ranked below, with validity), `as_of`, and
+reinforcement of returned facts flushed off the request path."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+from starlette.applications import Starlette
+
+from engine.db import Pool
+from engine.lifecycle.supersession import Supersession, supersede
+
+BASE = "/v1/default/banks"
+
+
+async def retain(api: httpx.AsyncClient, bank: str, items: list[dict[str, Any]]) -> None:
+    response = await api.post(f"{BASE}/{bank}/memories", json={"items": items})
+    assert response.status_code == 200, response.text
+
+
+async def recall(api: httpx.AsyncClient, bank: str, query: str, **options: Any) -> list[Any]:
+    response = await api.post(
+        f"{BASE}/{bank}/memories/recall", json={"query": query, "budget": "low", **options}
+    )
+    assert response.status_code == 200, response.text
+    return list(response.json()["results"])
+
+
+async def fact_id(pool: Pool, bank: str, needle: str) -> str:
+    async with pool.acquire() as conn:
+        found = await conn.fetchval(
+            "SELECT id::text FROM memory_units WHERE bank_id = $1 AND text LIKE $2",
+            bank,
+            f"%{needle}%",
+        )
+    assert found is not None, needle
+    return str(found)
+
+
+async def test_states_validity_and_reinforcement(
+    api: httpx.AsyncClient, app: Starlette, pool: Pool, bank_id: str
+) -> None:
+    await retain(
+        api,
+        bank_id,
+        [
+            {
+                "content": "Maya lives in Lisbon.",
+                "document_id": "a",
+                "timestamp": "2025-01-10T10:00:00Z",
+            },
+            {
+                "content": "Maya moved to Porto in June.",
+                "document_id": "b",
+                "timestamp": "2025-06-20T10:00:00Z",
+            },
+            {
+                "content": "Maya prefers green tea over coffee.",
+                "document_id": "c",
+                "timestamp": "2025-02-01T10:00:00Z",
+            },
+        ],
+    )
+    lisbon = await fact_id(pool, bank_id, "Lisbon")
+    porto = await fact_id(pool, bank_id, "Porto")
+    tea = await fact_id(pool, bank_id, "green tea")
+    async with pool.acquire() as conn:
+        stored = await conn.fetchrow(
+            "SELECT importance, strength, state, valid_from FROM memory_units WHERE id = $1", tea
+        )
+        assert stored is not None
+        assert stored["state"] == "active" and stored["strength"] == stored["importance"] >= 0.6
+        async with conn.transaction():
+            assert await supersede(conn, bank_id, Supersession(lisbon, porto, "moved"))
+        await conn.execute("UPDATE memory_units SET state = 'archived' WHERE id = $1", tea)
+
+    current = [r["id"] for r in await recall(api, bank_id, "Where does Maya live?")]
+    assert porto in current and lisbon not in current and tea not in current
+
+    both = await recall(api, bank_id, "Where does Maya live?", include_superseded=True)
+    order = [r["id"] for r in both]
+    assert order.index(porto) < order.index(lisbon)  # the current fact first
+    old = both[order.index(lisbon)]
+    assert old["state"] == "superseded" and old["superseded_by"] == porto
+    # valid_to is the successor's start: the move happened in June (said on the 20th)
+    assert old["valid_to"].startswith("2025-06-01")
+
+    archived = await recall(api, bank_id, "What does Maya drink?", include_archived=True)
+    assert tea in [r["id"] for r in archived]
+
+    then = [
+        r["id"]
+        for r in await recall(api, bank_id, "Where does Maya live?", as_of="2025-03-01T00:00:00Z")
+    ]
+    assert lisbon in then and porto not in then  # valid then, as known then
+
+    services = app.state.services
+    assert services.access.pending > 0  # recorded, not yet written
+    async with pool.acquire() as conn:
+        before = await conn.fetchrow(
+            "SELECT access_count, strength FROM memory_units WHERE id = $1", porto
+        )
+    assert await services.access.flush() > 0
+    async with pool.acquire() as conn:
+        after = await conn.fetchrow(
+            "SELECT access_count, strength, last_accessed_at FROM memory_units WHERE id = $1",
+            porto,
+        )
+    assert before is not None and after is not None
+    assert after["access_count"] > before["access_count"]
+    assert before["strength"] < after["strength"] <= 1.0
+    assert after["last_accessed_at"] is not None
+
+
+async def test_bad_as_of_is_a_400_naming_the_field(api: httpx.AsyncClient, bank_id: str) -> None:
+    await retain(api, bank_id, [{"content": "Ravi plays the cello."}])
+    response = await api.post(
+        f"{BASE}/{bank_id}/memories/recall", json={"query": "cello", "as_of": "last tuesdayish"}
+    )
+    assert response.status_code == 400 and response.json()["field"] == "as_of"
