@@ -22,6 +22,7 @@ BASE = 0.4
 _PREFERENCE = re.compile(
     r"\b(prefer\w*|like[sd]?|love[sd]?|hate[sd]?|dislike[sd]?|favou?rite|enjoy\w*|"
     r"rather|want[s]? (?:me|you|answers|it)|allergic|vegetarian|vegan)\b"
+    r"|\b(?:keep|give me|make)\b.*\b(?:answers?|responses?|replies|detail|steps?)\b"
     r"|喜欢|讨厌|偏好|最爱|不喜欢|过敏|希望",
     re.IGNORECASE,
 )

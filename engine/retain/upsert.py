@@ -14,6 +14,7 @@ from typing import Any
 import asyncpg
 
 from engine.db import Connection
+from engine.lifecycle.on_retain import lifecycle_after_store
 from engine.retain.payloads import UpsertDocument, UpsertResult
 from engine.text import term_frequencies
 
@@ -244,6 +245,8 @@ async def upsert_document(conn: Connection, job: UpsertDocument) -> UpsertResult
         staged = await conn.fetch(_STAGED, bank, plan.document_id, chunk_ids)
         new_facts = await conn.fetchval(_NEW_FACTS, [row["fact_id"] for row in staged])
         links_added = await _store_units(conn, bank, plan.document_id, staged)
+        # Supersession and restoring of archived facts (docs/lifecycle.md), same transaction.
+        await lifecycle_after_store(conn, bank, [row["fact_id"] for row in staged])
         touched = sorted({eid for row in staged for eid in (row["entity_ids"] or [])})
         await conn.execute(_LOCK_ENTITIES, touched + removed_entities)
         await conn.execute(_REFRESH_ENTITIES, removed_entities)

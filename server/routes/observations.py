@@ -20,6 +20,7 @@ from engine.consolidation.observations import (
 from engine.consolidation.payloads import ConsolidationRequest
 from engine.db import Connection
 from engine.errors import InvalidInput
+from engine.lifecycle.versions import FactVersion, fact_history
 from engine.store.banks import get_bank
 from server.http import iso, json_response, path_param, services_of
 from workflows.consolidation import ConsolidationWorkflow, consolidation_workflow_id
@@ -79,11 +80,32 @@ async def clear_route(request: Request) -> Response:
     )
 
 
+def version_json(item: FactVersion) -> dict[str, Any]:
+    """A fact's change (engine/lifecycle/versions.py) in the shape of an observation's."""
+    return {
+        "version": item.version,
+        "change": item.change,
+        "previous_text": item.previous_text,
+        "text": item.new_text,
+        "reason": item.reason,
+        "fact_ids": [],
+        "related_id": item.related_id,
+        "changed_at": iso(item.changed_at),
+        "previous": item.previous,
+    }
+
+
 async def history_route(request: Request) -> Response:
+    """An observation's history, or a fact's: corrections, supersession (both directions,
+    `related_id` the other fact), archive and restore, feedback; newest first."""
     bank_id = path_param(request, "bank_id")
+    memory_id = path_param(request, "memory_id")
     async with services_of(request).pool.acquire() as conn:
         await get_bank(conn, bank_id)
-        items = await observation_history(conn, bank_id, path_param(request, "memory_id"))
+        items = await observation_history(conn, bank_id, memory_id)
+        versions = await fact_history(conn, bank_id, memory_id) if not items else []
+    if versions:
+        return json_response([version_json(v) for v in versions])
     return json_response([history_json(h) for h in items])
 
 

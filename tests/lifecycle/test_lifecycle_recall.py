@@ -72,8 +72,12 @@ async def test_states_validity_and_reinforcement(
         )
         assert stored is not None
         assert stored["state"] == "active" and stored["strength"] == stored["importance"] >= 0.6
+        # Retain applied the local rule (same subject, residence, another city) ...
+        state = await conn.fetchval("SELECT state FROM memory_units WHERE id = $1", lisbon)
+        assert state == "superseded"
+        # ... and applying it again is a no-op.
         async with conn.transaction():
-            assert await supersede(conn, bank_id, Supersession(lisbon, porto, "moved"))
+            assert not await supersede(conn, bank_id, Supersession(lisbon, porto, "moved"))
         await conn.execute("UPDATE memory_units SET state = 'archived' WHERE id = $1", tea)
 
     current = [r["id"] for r in await recall(api, bank_id, "Where does Maya live?")]
@@ -120,3 +124,71 @@ async def test_bad_as_of_is_a_400_naming_the_field(api: httpx.AsyncClient, bank_
         f"{BASE}/{bank_id}/memories/recall", json={"query": "cello", "as_of": "last tuesdayish"}
     )
     assert response.status_code == 400 and response.json()["field"] == "as_of"
+
+
+async def test_a_changed_preference_supersedes_the_old_one(
+    api: httpx.AsyncClient, pool: Pool, bank_id: str
+) -> None:
+    await retain(
+        api,
+        bank_id,
+        [
+            {
+                "content": "Please keep your answers short.",
+                "document_id": "p1",
+                "timestamp": "2025-03-01T09:00:00Z",
+            },
+        ],
+    )
+    await retain(
+        api,
+        bank_id,
+        [
+            {
+                "content": "From now on, give me every step in detail.",
+                "document_id": "p2",
+                "timestamp": "2025-03-15T09:00:00Z",
+            },
+            {
+                "content": "我现在搬到上海了。",
+                "document_id": "z2",
+                "timestamp": "2025-03-16T09:00:00Z",
+            },
+        ],
+    )
+    short = await fact_id(pool, bank_id, "short")
+    detail = await fact_id(pool, bank_id, "every step")
+    results = await recall(api, bank_id, "How should answers be written?", include_superseded=True)
+    order = [r["id"] for r in results]
+    assert order.index(detail) < order.index(short)
+    old = results[order.index(short)]
+    assert old["state"] == "superseded" and old["superseded_by"] == detail
+    assert old["valid_to"].startswith("2025-03-15")
+    assert short not in [r["id"] for r in await recall(api, bank_id, "answer length")]
+    async with pool.acquire() as conn:
+        importance = await conn.fetchval(
+            "SELECT importance FROM memory_units WHERE id = $1", detail
+        )
+    assert importance >= 0.6  # a stated preference
+    history = await api.get(f"{BASE}/{bank_id}/memories/{short}/history")
+    assert history.status_code == 200, history.text
+    changes = history.json()
+    assert changes[0]["change"] == "superseded" and changes[0]["related_id"] == detail
+
+
+async def test_chinese_cues_supersede(api: httpx.AsyncClient, pool: Pool, bank_id: str) -> None:
+    # The local extractor keeps no Chinese sentences yet: the chunk is the fact here.
+    made = await api.put(f"{BASE}/{bank_id}", json={"extraction_mode": "none"})
+    assert made.status_code == 200, made.text
+    await retain(api, bank_id, [{"content": "我住在北京。", "timestamp": "2025-03-01T09:00:00Z"}])
+    await retain(
+        api, bank_id, [{"content": "我现在搬到上海了。", "timestamp": "2025-03-16T09:00:00Z"}]
+    )
+    beijing = await fact_id(pool, bank_id, "北京")
+    shanghai = await fact_id(pool, bank_id, "上海")
+    async with pool.acquire() as conn:
+        row = await conn.fetchrow(
+            "SELECT state, superseded_by::text AS successor FROM memory_units WHERE id = $1",
+            beijing,
+        )
+    assert row is not None and row["state"] == "superseded" and row["successor"] == shanghai
