@@ -60,3 +60,14 @@ class TokenVectorCache:
         while self._bytes > self._capacity:
             _, (_, evicted) = self._entries.popitem(last=False)
             self._bytes -= len(evicted)
+
+    def discard(self, fact_ids: list[str]) -> int:
+        """Drop the blobs of these facts (erasure: nothing of a forgotten fact stays in the
+        process); returns how many were held."""
+        dropped = 0
+        for fact_id in fact_ids:
+            entry = self._entries.pop(fact_id, None)
+            if entry is not None:
+                self._bytes -= len(entry[1])
+                dropped += 1
+        return dropped

@@ -15,6 +15,7 @@ import asyncpg
 
 from engine.db import Connection
 from engine.lifecycle.on_retain import lifecycle_after_store
+from engine.lifecycle.tombstones import apply_tombstones, blank_passages
 from engine.retain.payloads import UpsertDocument, UpsertResult
 from engine.text import term_frequencies
 
@@ -26,6 +27,8 @@ INSERT INTO documents (bank_id, document_id, content, content_hash, context, met
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
 ON CONFLICT (bank_id, document_id) DO UPDATE
 SET content = CASE WHEN $9 THEN documents.content || E'\\n\\n' || EXCLUDED.content
+                   -- the same text again: keep the stored one, which erasure may have blanked
+                   WHEN documents.content_hash = EXCLUDED.content_hash THEN documents.content
                    ELSE EXCLUDED.content END,
     content_hash = EXCLUDED.content_hash, context = EXCLUDED.context,
     metadata = documents.metadata || EXCLUDED.metadata,
@@ -64,7 +67,9 @@ ON CONFLICT (bank_id, chunk_id) DO NOTHING
 # (~15 KB a fact) to the worker and back cost a round trip of ~20 MB per LoCoMo document and
 # the decoding and re-encoding of both.
 _STAGED = """
-SELECT fact_id, fact->>'text' AS text, entity_ids FROM staged_facts
+SELECT fact_id, fact->>'text' AS text, entity_ids, chunk_id,
+       (fact->>'source_start')::int AS source_start, (fact->>'source_end')::int AS source_end
+FROM staged_facts
 WHERE bank_id = $1 AND document_id = $2 AND chunk_id = ANY($3::text[])
   AND embedding IS NOT NULL
 ORDER BY chunk_id, (fact->'_chunk'->>'index')::int
@@ -207,11 +212,20 @@ async def upsert_document(conn: Connection, job: UpsertDocument) -> UpsertResult
         for item in job.items:
             metadata.update(item.metadata)
             tags += [t for t in item.tags if t not in tags]
+        # What was forgotten is not stored again (engine/lifecycle/tombstones.py).
+        kept = await apply_tombstones(
+            conn,
+            bank,
+            plan.new_chunks,
+            await conn.fetch(
+                _STAGED, bank, plan.document_id, [c.chunk_id for c in plan.new_chunks]
+            ),
+        )
         await conn.execute(
             _DOCUMENT,
             bank,
             plan.document_id,
-            content,
+            blank_passages(content, kept.passages),
             hashlib.sha256(content.encode()).hexdigest(),
             first.context if first else "",
             metadata,
@@ -219,17 +233,17 @@ async def upsert_document(conn: Connection, job: UpsertDocument) -> UpsertResult
             max(stamps) if stamps else None,
             job.update_mode == "append",
         )
-        removed_entities: list[Any] = []
+        chunks, staged = kept.chunks, kept.staged
+        removed_entities: list[Any] = list(kept.entity_ids)
         facts_removed = 0
         if plan.dropped_chunk_ids:
             await conn.execute(_LOCK_DROPPED_FACTS, bank, plan.dropped_chunk_ids)
-            removed_entities = [
+            removed_entities += [
                 r["entity_id"]
                 for r in await conn.fetch(_ENTITIES_OF_CHUNKS, bank, plan.dropped_chunk_ids)
             ]
             facts_removed = await conn.fetchval(_COUNT_FACTS, bank, plan.dropped_chunk_ids)
             await conn.execute(_DROP_CHUNKS, bank, plan.dropped_chunk_ids)
-        chunks = plan.new_chunks
         await conn.execute(
             _CHUNKS,
             bank,
@@ -241,8 +255,7 @@ async def upsert_document(conn: Connection, job: UpsertDocument) -> UpsertResult
             [c.char_start for c in chunks],
             [c.char_end for c in chunks],
         )
-        chunk_ids = [c.chunk_id for c in chunks]
-        staged = await conn.fetch(_STAGED, bank, plan.document_id, chunk_ids)
+        chunk_ids = [c.chunk_id for c in plan.new_chunks]
         new_facts = await conn.fetchval(_NEW_FACTS, [row["fact_id"] for row in staged])
         links_added = await _store_units(conn, bank, plan.document_id, staged)
         # Supersession and restoring of archived facts (docs/lifecycle.md), same transaction.
