@@ -22,6 +22,7 @@ from engine.retain.payloads import (
 from engine.settings import Settings
 from engine.store.banks import Bank, ensure_bank
 from engine.store.operations import Operation, register_operation
+from server.lifecycle import ensure_lifecycle_schedule
 from server.schemas import EntityHint, RetainIn
 from server.services import Services
 from workflows.retain import RetainWorkflow, error_message
@@ -136,6 +137,7 @@ async def submit_retain(
         operation, _ = await register_operation(
             conn, operation_id, bank_id, "retain", workflow_id, request_hash(bank_id, body)
         )
+    await ensure_lifecycle_schedule(services, bank)
     # Starting is attempted even for a known operation: if the first attempt registered the
     # operation but could not reach Temporal, the retry starts it; otherwise the workflow id
     # (REJECT_DUPLICATE) makes this a no-op.

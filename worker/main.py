@@ -21,6 +21,7 @@ from temporalio.worker import Worker
 from activities.consolidation import ConsolidationActivities
 from activities.failures import FailureInterceptor
 from activities.imports import ImportActivities
+from activities.lifecycle import LifecycleActivities
 from activities.mental_models import MentalModelActivities
 from activities.reflect import ReflectActivities
 from activities.retain import RetainActivities
@@ -41,6 +42,7 @@ from worker.schedules import ensure_schedules
 from workflows.consolidation import ConsolidationSweepWorkflow, ConsolidationWorkflow
 from workflows.converter import converter_for
 from workflows.imports import ImportDocumentWorkflow, ImportWorkflow
+from workflows.lifecycle import LifecycleWorkflow
 from workflows.mental_models import MentalModelRefreshWorkflow, MentalModelTriggerWorkflow
 from workflows.reflect import ReflectWorkflow
 from workflows.retain import DocumentRetainWorkflow, RetainWorkflow
@@ -64,6 +66,7 @@ WORKFLOWS: Sequence[type] = (
     MentalModelRefreshWorkflow,
     MentalModelTriggerWorkflow,
     ReflectWorkflow,
+    LifecycleWorkflow,
 )
 
 
@@ -102,7 +105,11 @@ def activities_of(services: WorkerServices) -> list[Any]:
         ReflectSearch(services.pool, services.embedder, services.cpu, recall),
         services.llm,
     )
+    lifecycle = LifecycleActivities(services.pool)
     return [
+        lifecycle.begin_lifecycle,
+        lifecycle.lifecycle_batch,
+        lifecycle.finish_lifecycle,
         retain.plan_retain,
         retain.extract_facts,
         retain.embed_facts,

@@ -26,6 +26,8 @@ from temporalio.worker import (
     Interceptor,
 )
 
+from engine.lifecycle.payloads import LifecycleBatchResult
+
 DURATION_BUCKETS = (0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0)
 
 
@@ -41,6 +43,13 @@ class ActivityMetrics:
             "engram_activity_finished_total",
             "Activity attempts finished, by activity type and outcome (ok, failed, cancelled).",
             ["activity", "outcome"],
+            registry=registry,
+        )
+        self.lifecycle = Counter(
+            "engram_lifecycle_facts_total",
+            "Memories the scheduled lifecycle touched, by action (decayed, archived, merged,"
+            " deleted).",
+            ["action"],
             registry=registry,
         )
         self.duration = Histogram(
@@ -65,6 +74,9 @@ class _ActivityInbound(ActivityInboundInterceptor):
         try:
             result = await super().execute_activity(input)
             outcome = "ok"
+            if isinstance(result, LifecycleBatchResult):
+                for action in ("decayed", "archived", "merged", "deleted"):
+                    self._metrics.lifecycle.labels(action).inc(getattr(result, action))
             return result
         except asyncio.CancelledError:
             outcome = "cancelled"

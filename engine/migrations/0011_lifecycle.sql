@@ -14,7 +14,10 @@ ALTER TABLE memory_units
     ADD COLUMN valid_from       timestamptz,
     ADD COLUMN valid_to         timestamptz,
     ADD COLUMN superseded_by    uuid REFERENCES memory_units ON DELETE SET NULL,
-    ADD COLUMN needs_correction boolean NOT NULL DEFAULT false;
+    ADD COLUMN needs_correction boolean NOT NULL DEFAULT false,
+    -- when decay was last applied (engine/lifecycle/maintenance.py): decaying again at the
+    -- same "now" changes nothing, so a retried batch is harmless
+    ADD COLUMN decayed_at       timestamptz;
 -- Recall's arms filter on state inside their scans; the few inactive rows are found here.
 CREATE INDEX memory_units_inactive ON memory_units (bank_id, state) WHERE state <> 'active';
 CREATE INDEX memory_units_superseded_by ON memory_units (superseded_by)
@@ -59,11 +62,13 @@ CREATE TABLE tombstones (
     PRIMARY KEY (bank_id, kind, content_hash)
 );
 
--- Lifecycle runs: which batch each run has done, so a retried batch answers from here.
-CREATE TABLE lifecycle_runs (
-    operation_id text PRIMARY KEY,
-    bank_id      text NOT NULL REFERENCES banks ON DELETE CASCADE,
-    run_at       timestamptz NOT NULL,
-    counts       jsonb NOT NULL DEFAULT '{}'::jsonb,
-    finished_at  timestamptz
+
+-- Each bank's lifecycle schedule (a Temporal Schedule, created with the bank's first write
+-- and deleted with the bank) and its last run.
+CREATE TABLE lifecycle_state (
+    bank_id           text PRIMARY KEY REFERENCES banks ON DELETE CASCADE,
+    schedule_id       text NOT NULL,
+    cron              text NOT NULL,
+    last_run_at       timestamptz,
+    last_operation_id text
 );

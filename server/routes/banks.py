@@ -29,6 +29,7 @@ from server.http import (
     principal_of,
     services_of,
 )
+from server.lifecycle import delete_lifecycle_schedule, ensure_lifecycle_schedule
 from server.mental_models import delete_schedule
 from server.schemas import BankIn, ConfigPatchIn
 
@@ -104,6 +105,7 @@ async def put(request: Request) -> Response:
         bank = await put_bank(
             conn, bank_id, name=body.name, mission=mission, config_changes=config_changes(body)
         )
+    await ensure_lifecycle_schedule(services_of(request), bank)
     return json_response(profile_json(bank))
 
 
@@ -151,6 +153,7 @@ async def delete(request: Request) -> Response:
     # delete itself when it next fires, but should not linger in the Temporal UI).
     for schedule_id in schedules:
         await delete_schedule(services.temporal, schedule_id)
+    await delete_lifecycle_schedule(services.temporal, bank_id)
     return json_response({"success": True, "message": f"bank {bank_id} deleted"})
 
 
@@ -200,6 +203,7 @@ async def patch_config(request: Request) -> Response:
         bank = await put_bank(
             conn, path_param(request, "bank_id"), config_changes=config_changes(patch)
         )
+    await ensure_lifecycle_schedule(services_of(request), bank)
     return json_response(config_json(bank))
 
 

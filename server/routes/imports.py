@@ -51,6 +51,7 @@ from engine.retain.payloads import RetainOptions
 from engine.store.banks import Bank, ensure_bank, get_bank
 from engine.store.operations import Operation, get_operation, register_operation
 from server.http import check_visible, iso, json_response, path_param, services_of
+from server.lifecycle import ensure_lifecycle_schedule
 from server.retain import extraction_mode
 from server.routes.retain import TERMINAL, WIRE_STATUS, reconcile
 from server.services import Services
@@ -161,6 +162,7 @@ async def start_import(request: Request) -> Response:
         )
         if created:
             await stage_import(conn, operation_id, bank_id, parsed)
+    await ensure_lifecycle_schedule(services, bank)
     # The same request again finds its import already running or done.
     with contextlib.suppress(WorkflowAlreadyStartedError):
         await services.temporal.start_workflow(

@@ -5,6 +5,7 @@ tools can call the same functions."""
 from __future__ import annotations
 
 import asyncio
+import uuid
 from datetime import datetime
 from typing import Any, Literal
 
@@ -21,6 +22,7 @@ from engine.lifecycle.correction import (
     record_feedback,
 )
 from engine.lifecycle.erasure import ForgetFilter, ForgetResult, forget
+from engine.lifecycle.payloads import LifecycleRequest
 from engine.recall.vectors import encode_token_vectors
 from engine.store.banks import get_bank
 from engine.store.memories import get_memory
@@ -29,6 +31,7 @@ from server.retain import parse_timestamp
 from server.routes.memories import STATES_FROM_WIRE, memory_item
 from server.schemas import Request as Body
 from server.services import Services
+from workflows.lifecycle import LifecycleWorkflow, lifecycle_workflow_id
 
 
 class UpdateMemoryIn(Body):
@@ -54,6 +57,10 @@ class ForgetIn(Body):
     start_date: str | None = None
     end_date: str | None = None
     dry_run: bool = False
+
+
+class LifecycleRunIn(Body):
+    now: str | None = None  # the time decay is measured to (a simulation's "now")
 
 
 class FeedbackIn(Body):
@@ -191,6 +198,22 @@ async def feedback_route(request: Request) -> Response:
     )
 
 
+async def run_lifecycle_route(request: Request) -> Response:
+    """Run the bank's lifecycle now (what its daily schedule does) and wait for the counts."""
+    bank_id = path_param(request, "bank_id")
+    body = await parse_body(request, LifecycleRunIn)
+    services = services_of(request)
+    async with services.pool.acquire() as conn:
+        await get_bank(conn, bank_id)
+    counts = await services.temporal.execute_workflow(
+        LifecycleWorkflow.run,
+        LifecycleRequest(bank_id, "api", _date(body.now, "now")),
+        id=f"{lifecycle_workflow_id(bank_id)}:{uuid.uuid4()}",
+        task_queue=services.settings.task_queue,
+    )
+    return json_response({"success": True, "bank_id": bank_id, "counts": counts})
+
+
 def routes() -> list[Route]:
     base = "/v1/default/banks/{bank_id}"
     return [
@@ -198,4 +221,5 @@ def routes() -> list[Route]:
         Route(base + "/memories/{memory_id}", delete_memory_route, methods=["DELETE"]),
         Route(base + "/memories/{memory_id}/feedback", feedback_route, methods=["POST"]),
         Route(base + "/forget", forget_route, methods=["POST"]),
+        Route(base + "/lifecycle/run", run_lifecycle_route, methods=["POST"]),
     ]

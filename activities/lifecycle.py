@@ -1,0 +1,89 @@
+"""Lifecycle activities: begin (operation row, the bank's policy), one batch, finish."""
+
+from __future__ import annotations
+
+from temporalio import activity
+from temporalio.service import RPCError, RPCStatusCode
+
+from engine.db import Pool
+from engine.errors import NotFound
+from engine.lifecycle.maintenance import run_batch
+from engine.lifecycle.payloads import (
+    LifecycleBatchRequest,
+    LifecycleBatchResult,
+    LifecycleDone,
+    LifecyclePlan,
+    LifecycleStart,
+)
+from engine.lifecycle.policy import LifecyclePolicy
+from engine.lifecycle.schedule import lifecycle_schedule_id
+from engine.store.banks import get_bank
+from engine.store.operations import register_operation, update_operation
+
+OPERATION_KIND = "lifecycle"
+
+
+class LifecycleActivities:
+    def __init__(self, pool: Pool) -> None:
+        self._pool = pool
+
+    @activity.defn
+    async def begin_lifecycle(self, start: LifecycleStart) -> LifecyclePlan:
+        async with self._pool.acquire() as conn:
+            try:
+                bank = await get_bank(conn, start.bank_id)
+            except NotFound:
+                await _delete_schedule(start.bank_id)
+                return LifecyclePlan(False)
+            await register_operation(
+                conn,
+                start.operation_id,
+                start.bank_id,
+                OPERATION_KIND,
+                start.workflow_id,
+                f"{OPERATION_KIND}:{start.bank_id}:{start.now.isoformat()}",
+            )
+            await update_operation(conn, start.operation_id, "running")
+        return LifecyclePlan(True, bank.config.lifecycle_policy.to_json())
+
+    @activity.defn
+    async def lifecycle_batch(self, batch: LifecycleBatchRequest) -> LifecycleBatchResult:
+        policy = LifecyclePolicy(**batch.policy)
+        async with self._pool.acquire() as conn:
+            counts = await run_batch(conn, batch.bank_id, policy, batch.now, batch.after_id)
+            await update_operation(
+                conn,
+                batch.operation_id,
+                "running",
+                {"batches": batch.seq + 1, "last_id": counts.last_id, **counts.to_json()},
+            )
+        return LifecycleBatchResult(
+            counts.scanned,
+            counts.decayed,
+            counts.archived,
+            counts.merged,
+            counts.deleted,
+            counts.last_id,
+        )
+
+    @activity.defn
+    async def finish_lifecycle(self, done: LifecycleDone) -> None:
+        async with self._pool.acquire() as conn:
+            await update_operation(
+                conn, done.operation_id, done.status, None, dict(done.counts), done.error
+            )
+            await conn.execute(
+                "UPDATE lifecycle_state SET last_run_at = $2, last_operation_id = $3"
+                " WHERE bank_id = $1",
+                done.bank_id,
+                done.now,
+                done.operation_id,
+            )
+
+
+async def _delete_schedule(bank_id: str) -> None:
+    try:
+        await activity.client().get_schedule_handle(lifecycle_schedule_id(bank_id)).delete()
+    except RPCError as exc:
+        if exc.status != RPCStatusCode.NOT_FOUND:
+            raise

@@ -1,0 +1,220 @@
+"""The scheduled lifecycle of one bank, in batches (LifecycleWorkflow runs them).
+
+Each batch takes the next `size` active or archived memories by id after `after_id` and, in
+one transaction:
+1. decays strength:  strength ← strength · rate^days, days since it was last decayed (else
+   since it was mentioned, else stored), and records `decayed_at = now` — a retried batch at
+   the same `now` decays by rate^0, so batches are idempotent;
+2. archives active facts whose strength fell below the threshold, and observations whose
+   every supporting fact is now archived;
+3. merges near-duplicates: an active fact whose nearest active fact (cosine ≥ the policy's
+   similarity, default 0.95) names the same entities and has compatible dates (both undated,
+   or starting within a day) is absorbed: the older fact survives with the proof count,
+   access count and evidence of both and the higher importance and strength; the absorbed
+   one is archived with `superseded_by` = the survivor (nothing is deleted);
+4. optionally (policy.delete_archived, off by default) deletes archived facts not accessed
+   for `delete_after_days` whose importance is below `delete_below_importance`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from engine.db import Connection
+from engine.lifecycle.policy import LifecyclePolicy
+
+BATCH_SIZE = 500
+
+_BATCH = """
+SELECT id FROM memory_units
+WHERE bank_id = $1 AND state IN ('active', 'archived') AND ($2::uuid IS NULL OR id > $2)
+ORDER BY id LIMIT $3
+FOR UPDATE
+"""
+
+_DECAY = """
+UPDATE memory_units SET
+    strength = strength * power($3::float8, greatest(0, extract(epoch FROM
+        ($4::timestamptz - coalesce(decayed_at, mentioned_at, created_at))) / 86400.0)),
+    decayed_at = greatest(coalesce(decayed_at, $4), $4)
+WHERE bank_id = $1 AND id = ANY($2::uuid[]) AND state = 'active'
+  AND coalesce(decayed_at, mentioned_at, created_at) < $4
+"""
+
+_ARCHIVE = """
+WITH archived AS (
+    UPDATE memory_units SET state = 'archived', updated_at = now()
+    WHERE bank_id = $1 AND id = ANY($2::uuid[]) AND state = 'active' AND strength < $3
+      AND fact_type <> 'observation'
+    RETURNING id, strength
+), recorded AS (
+    INSERT INTO memory_versions (bank_id, memory_id, change, previous, reason)
+    SELECT $1, id, 'archived', jsonb_build_object('state', 'active'),
+           'strength ' || round(strength::numeric, 3) || ' below ' || $3
+    FROM archived
+)
+SELECT count(*) FROM archived
+"""
+
+# Observations none of whose supporting facts is active any more.
+_ARCHIVE_OBSERVATIONS = """
+UPDATE memory_units o SET state = 'archived', updated_at = now()
+WHERE o.bank_id = $1 AND o.fact_type = 'observation' AND o.state = 'active'
+  AND EXISTS (SELECT 1 FROM observation_evidence e WHERE e.observation_id = o.id
+              AND e.stance = 'supports' AND e.fact_id = ANY($2::uuid[]))
+  AND NOT EXISTS (SELECT 1 FROM observation_evidence e JOIN memory_units f ON f.id = e.fact_id
+                  WHERE e.observation_id = o.id AND e.stance = 'supports'
+                    AND f.state = 'active')
+"""
+
+_CANDIDATES = """
+SELECT m.id::text AS id, m.embedding, m.occurred_start, m.created_at,
+       coalesce(array(SELECT entity_id::text FROM unit_entities ue WHERE ue.unit_id = m.id
+                      ORDER BY entity_id), '{}') AS entities
+FROM memory_units m
+WHERE m.bank_id = $1 AND m.id = ANY($2::uuid[]) AND m.state = 'active'
+  AND m.fact_type <> 'observation'
+ORDER BY m.id
+"""
+
+_NEAREST = """
+SELECT m.id::text AS id, 1 - (m.embedding <=> $3) AS similarity, m.occurred_start,
+       m.created_at,
+       coalesce(array(SELECT entity_id::text FROM unit_entities ue WHERE ue.unit_id = m.id
+                      ORDER BY entity_id), '{}') AS entities
+FROM memory_units m
+WHERE m.bank_id = $1 AND m.id <> $2 AND m.state = 'active' AND m.fact_type <> 'observation'
+ORDER BY m.embedding <=> $3 LIMIT 3
+"""
+
+_ABSORB = """
+WITH absorbed AS (
+    UPDATE memory_units SET state = 'archived', superseded_by = $2, updated_at = now()
+    WHERE id = $3 AND state = 'active'
+    RETURNING proof_count, access_count, importance, strength, text
+), survivor AS (
+    UPDATE memory_units s SET proof_count = s.proof_count + a.proof_count,
+        access_count = s.access_count + a.access_count,
+        importance = greatest(s.importance, a.importance),
+        strength = greatest(s.strength, a.strength), updated_at = now()
+    FROM absorbed a WHERE s.id = $2
+    RETURNING s.id
+), evidence AS (
+    INSERT INTO observation_evidence (observation_id, fact_id, bank_id, quote, stance,
+                                      evidence_at)
+    SELECT observation_id, $2, bank_id, quote, stance, evidence_at
+    FROM observation_evidence WHERE fact_id = $3
+    ON CONFLICT DO NOTHING
+), recorded AS (
+    INSERT INTO memory_versions (bank_id, memory_id, change, previous_text, reason, related_id)
+    SELECT $1, $2, 'merged', a.text, 'near-duplicate absorbed', $3 FROM absorbed a
+    UNION ALL
+    SELECT $1, $3, 'merged', NULL, 'absorbed as a near-duplicate', $2 FROM absorbed a
+)
+SELECT count(*) FROM survivor
+"""
+
+_DELETE = """
+WITH gone AS (
+    DELETE FROM memory_units
+    WHERE bank_id = $1 AND id = ANY($2::uuid[]) AND state = 'archived'
+      AND importance < $3 AND coalesce(last_accessed_at, mentioned_at, created_at) < $4
+    RETURNING id
+)
+SELECT coalesce(array_agg(id), '{}') FROM gone
+"""
+
+
+@dataclass(frozen=True)
+class BatchCounts:
+    scanned: int = 0
+    decayed: int = 0
+    archived: int = 0
+    merged: int = 0
+    deleted: int = 0
+    last_id: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "scanned": self.scanned,
+            "decayed": self.decayed,
+            "archived": self.archived,
+            "merged": self.merged,
+            "deleted": self.deleted,
+        }
+
+
+def _compatible(a: datetime | None, b: datetime | None) -> bool:
+    if a is None or b is None:
+        return a is None and b is None
+    return abs(a - b) <= timedelta(days=1)
+
+
+async def run_batch(
+    conn: Connection,
+    bank_id: str,
+    policy: LifecyclePolicy,
+    now: datetime,
+    after_id: str | None,
+    size: int = BATCH_SIZE,
+) -> BatchCounts:
+    """One batch in one transaction; `last_id` None when the bank is done."""
+    async with conn.transaction():
+        ids = [r["id"] for r in await conn.fetch(_BATCH, bank_id, after_id, size)]
+        if not ids:
+            return BatchCounts()
+        decayed = await conn.execute(_DECAY, bank_id, ids, policy.decay_rate, now)
+        archived = int(await conn.fetchval(_ARCHIVE, bank_id, ids, policy.archive_threshold))
+        if archived:
+            await conn.execute(_ARCHIVE_OBSERVATIONS, bank_id, ids)
+        merged = await _merge(conn, bank_id, ids, policy) if policy.merge_duplicates else 0
+        deleted = 0
+        if policy.delete_archived:
+            cutoff = now - timedelta(days=policy.delete_after_days)
+            gone = await conn.fetchval(
+                _DELETE, bank_id, ids, policy.delete_below_importance, cutoff
+            )
+            deleted = len(gone)
+            if deleted:
+                await conn.execute(
+                    "DELETE FROM bank_term_stats WHERE bank_id = $1 AND df <= 0", bank_id
+                )
+                await conn.execute(
+                    "DELETE FROM entities e WHERE e.bank_id = $1 AND NOT EXISTS"
+                    " (SELECT 1 FROM unit_entities ue WHERE ue.entity_id = e.id)",
+                    bank_id,
+                )
+        return BatchCounts(
+            scanned=len(ids),
+            decayed=int(decayed.rsplit(" ", 1)[-1]),
+            archived=archived,
+            merged=merged,
+            deleted=deleted,
+            last_id=str(ids[-1]),
+        )
+
+
+async def _merge(conn: Connection, bank_id: str, ids: list[Any], policy: LifecyclePolicy) -> int:
+    merged = 0
+    gone: set[str] = set()
+    for row in await conn.fetch(_CANDIDATES, bank_id, ids):
+        if row["id"] in gone:
+            continue
+        for near in await conn.fetch(_NEAREST, bank_id, row["id"], row["embedding"]):
+            if near["similarity"] < policy.merge_similarity:
+                break
+            if near["id"] in gone or list(near["entities"]) != list(row["entities"]):
+                continue
+            if not _compatible(row["occurred_start"], near["occurred_start"]):
+                continue
+            # The older one survives (it has been recalled and linked longer).
+            first, second = sorted(
+                [(row["created_at"], row["id"]), (near["created_at"], near["id"])]
+            )
+            if await conn.fetchval(_ABSORB, bank_id, first[1], second[1]):
+                merged += 1
+                gone.add(second[1])
+            break
+    return merged

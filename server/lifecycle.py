@@ -1,0 +1,72 @@
+"""A bank's lifecycle schedule on the Temporal side: created with the bank's first write,
+updated when its cron changes, deleted with the bank (docs/lifecycle.md)."""
+
+from __future__ import annotations
+
+from temporalio.client import (
+    Client,
+    Schedule,
+    ScheduleActionStartWorkflow,
+    ScheduleAlreadyRunningError,
+    ScheduleOverlapPolicy,
+    SchedulePolicy,
+    ScheduleSpec,
+    ScheduleUpdate,
+    ScheduleUpdateInput,
+)
+from temporalio.service import RPCError, RPCStatusCode
+
+from engine.errors import InvalidInput
+from engine.lifecycle.payloads import LifecycleRequest
+from engine.lifecycle.schedule import lifecycle_schedule_id, record_schedule, scheduled_cron
+from engine.store.banks import Bank
+from server.services import Services
+from workflows.lifecycle import LifecycleWorkflow, lifecycle_workflow_id
+
+
+def lifecycle_schedule(bank_id: str, cron: str, task_queue: str) -> Schedule:
+    return Schedule(
+        action=ScheduleActionStartWorkflow(
+            LifecycleWorkflow.run,
+            LifecycleRequest(bank_id),
+            id=lifecycle_workflow_id(bank_id),
+            task_queue=task_queue,
+        ),
+        spec=ScheduleSpec(cron_expressions=[cron]),
+        policy=SchedulePolicy(overlap=ScheduleOverlapPolicy.SKIP),
+    )
+
+
+async def ensure_lifecycle_schedule(services: Services, bank: Bank) -> None:
+    """Create or update the bank's schedule when its cron is not the recorded one (one
+    indexed read when nothing changed)."""
+    cron = bank.config.lifecycle_policy.schedule_cron
+    async with services.pool.acquire() as conn:
+        if await scheduled_cron(conn, bank.bank_id) == cron:
+            return
+    schedule_id = lifecycle_schedule_id(bank.bank_id)
+    schedule = lifecycle_schedule(bank.bank_id, cron, services.settings.task_queue)
+    client = services.temporal
+    try:
+        try:
+            await client.create_schedule(schedule_id, schedule)
+        except ScheduleAlreadyRunningError:
+
+            def update(_: ScheduleUpdateInput) -> ScheduleUpdate:
+                return ScheduleUpdate(schedule=schedule)
+
+            await client.get_schedule_handle(schedule_id).update(update)
+    except RPCError as exc:
+        if exc.status == RPCStatusCode.INVALID_ARGUMENT:
+            raise InvalidInput("lifecycle.schedule_cron", f"Temporal refused it: {exc}") from exc
+        raise
+    async with services.pool.acquire() as conn:
+        await record_schedule(conn, bank.bank_id, cron)
+
+
+async def delete_lifecycle_schedule(client: Client, bank_id: str) -> None:
+    try:
+        await client.get_schedule_handle(lifecycle_schedule_id(bank_id)).delete()
+    except RPCError as exc:
+        if exc.status != RPCStatusCode.NOT_FOUND:
+            raise

@@ -1,0 +1,169 @@
+"""The scheduled lifecycle: the bank's schedule comes and goes with the bank; a run decays,
+archives small talk while an important fact survives, merges near-duplicates, is idempotent
+at the same "now", records an operation and counts in the worker's metrics; new evidence
+restores an archived fact."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import httpx
+import pytest
+from prometheus_client import CollectorRegistry, generate_latest
+from temporalio.service import RPCError
+from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import Worker
+
+from engine.db import Pool
+from engine.embedding import Embedder
+from engine.lifecycle.schedule import lifecycle_schedule_id
+from engine.settings import Settings
+from worker.main import WorkerServices, build_worker
+from worker.metrics import ActivityMetrics, MetricsInterceptor
+
+BASE = "/v1/default/banks"
+
+
+@pytest.fixture
+def registry() -> CollectorRegistry:
+    return CollectorRegistry()
+
+
+@pytest.fixture
+async def worker(
+    temporal_env: WorkflowEnvironment,
+    settings: Settings,
+    pool: Pool,
+    embedder: Embedder,
+    cpu: ThreadPoolExecutor,
+    registry: CollectorRegistry,
+) -> AsyncIterator[Worker]:
+    """The production worker, with a metrics registry this test can read."""
+    services = WorkerServices(pool, embedder, cpu, None)
+    interceptor = MetricsInterceptor(ActivityMetrics(registry))
+    running = build_worker(temporal_env.client, settings.task_queue, services, interceptor)
+    async with running:
+        yield running
+
+
+async def retain(api: httpx.AsyncClient, bank: str, items: list[dict[str, Any]]) -> None:
+    response = await api.post(f"{BASE}/{bank}/memories", json={"items": items})
+    assert response.status_code == 200, response.text
+
+
+async def run(api: httpx.AsyncClient, bank: str, now: str) -> dict[str, int]:
+    response = await api.post(f"{BASE}/{bank}/lifecycle/run", json={"now": now})
+    assert response.status_code == 200, response.text
+    counts: dict[str, int] = response.json()["counts"]
+    return counts
+
+
+async def states(pool: Pool, bank: str) -> dict[str, str]:
+    async with pool.acquire() as conn:
+        rows = await conn.fetch(
+            "SELECT text, state FROM memory_units"
+            " WHERE bank_id = $1 AND fact_type <> 'observation'",
+            bank,
+        )
+    return {r["text"]: r["state"] for r in rows}
+
+
+async def test_schedule_decay_archive_merge_and_restore(
+    api: httpx.AsyncClient,
+    temporal_env: WorkflowEnvironment,
+    pool: Pool,
+    bank_id: str,
+    registry: CollectorRegistry,
+) -> None:
+    made = await api.put(
+        f"{BASE}/{bank_id}", json={"extraction_mode": "none", "enable_observations": False}
+    )
+    assert made.status_code == 200, made.text
+    handle = temporal_env.client.get_schedule_handle(lifecycle_schedule_id(bank_id))
+    described = await handle.describe()
+    # Temporal keeps the cron as a calendar: daily at 03:17.
+    [calendar] = described.schedule.spec.calendars
+    assert [(r.start, r.end) for r in calendar.hour] == [(3, 3)]
+    assert [(r.start, r.end) for r in calendar.minute] == [(17, 17)]
+
+    day = "2025-01-01T10:00:00Z"
+    await retain(
+        api,
+        bank_id,
+        [
+            {"content": "The weather is nice today, haha.", "timestamp": day},
+            {"content": "Nadia decided to move to Berlin in May.", "timestamp": day},
+            {"content": "Nadia's sister Ines lives in Madrid.", "timestamp": day},
+            {"content": "Nadia's sister Ines lives in Madrid!", "timestamp": day},
+        ],
+    )
+    first = await run(api, bank_id, "2025-03-15T00:00:00Z")  # 73 days: strength x0.48
+    assert first["scanned"] == 4 and first["decayed"] == 4
+    assert first["archived"] == 1 and first["merged"] == 1 and first["deleted"] == 0
+    now = await states(pool, bank_id)
+    assert now["The weather is nice today, haha."] == "archived"
+    assert now["Nadia decided to move to Berlin in May."] == "active"
+    madrid = sorted(s for t, s in now.items() if "Madrid" in t)
+    assert madrid == ["active", "archived"]  # one absorbed into the other
+    async with pool.acquire() as conn:
+        merged = await conn.fetchrow(
+            "SELECT proof_count FROM memory_units WHERE bank_id = $1 AND text LIKE '%Madrid%'"
+            " AND state = 'active'",
+            bank_id,
+        )
+        operation = await conn.fetchrow(
+            "SELECT status, result FROM operations WHERE bank_id = $1 AND kind = 'lifecycle'",
+            bank_id,
+        )
+    assert merged is not None and merged["proof_count"] == 2
+    assert operation is not None and operation["status"] == "completed"
+    assert operation["result"]["archived"] == 1
+
+    again = await run(api, bank_id, "2025-03-15T00:00:00Z")  # same "now": nothing changes
+    assert again["decayed"] == 0 and again["archived"] == 0 and again["merged"] == 0
+
+    metrics = generate_latest(registry).decode()
+    assert 'engram_lifecycle_facts_total{action="archived"} 1.0' in metrics
+    assert 'engram_lifecycle_facts_total{action="merged"} 1.0' in metrics
+
+    # New evidence for the archived fact brings it back.
+    await retain(api, bank_id, [{"content": "The weather is nice today, haha!", "timestamp": day}])
+    assert (await states(pool, bank_id))["The weather is nice today, haha."] == "active"
+
+    deleted = await api.delete(f"{BASE}/{bank_id}")
+    assert deleted.status_code == 200
+    with pytest.raises(RPCError):
+        await handle.describe()
+
+
+async def test_delete_is_opt_in(api: httpx.AsyncClient, pool: Pool, bank_id: str) -> None:
+    made = await api.put(
+        f"{BASE}/{bank_id}",
+        json={
+            "extraction_mode": "none",
+            "enable_observations": False,
+            "lifecycle": {
+                "delete_archived": True,
+                "delete_after_days": 90,
+                "delete_below_importance": 0.3,
+            },
+        },
+    )
+    assert made.status_code == 200, made.text
+    await retain(
+        api,
+        bank_id,
+        [
+            {"content": "Ok, cool.", "timestamp": "2025-01-01T10:00:00Z"},
+            {"content": "Nadia is allergic to peanuts.", "timestamp": "2025-01-01T10:00:00Z"},
+        ],
+    )
+    first = await run(api, bank_id, "2025-03-15T00:00:00Z")
+    assert first["archived"] == 1 and first["deleted"] == 0  # the small talk, 73 days old
+    counts = await run(api, bank_id, "2025-05-01T00:00:00Z")  # 120 days untouched: deleted
+    assert counts["deleted"] == 1
+    assert list(await states(pool, bank_id)) == ["Nadia is allergic to peanuts."]
+    bad = await api.put(f"{BASE}/{bank_id}", json={"lifecycle": {"decay_rate": 2}})
+    assert bad.status_code == 400 and bad.json()["field"] == "lifecycle.decay_rate"

@@ -1,0 +1,74 @@
+"""LifecycleWorkflow: one bank's decay, archive, merge and (opt-in) delete, in batches.
+
+Started by the bank's Temporal Schedule (`lifecycle:{bank}`, daily by default, visible in the
+Temporal UI) or on request. Each batch is one activity and one database transaction
+(engine/lifecycle/maintenance.py), idempotent at the run's fixed `now`, so a crash between
+batches resumes at the next one and a retried batch changes nothing twice. The run's counts
+land in its operation row and in the worker's `engram_lifecycle_facts_total{action}`.
+Payloads carry ids, a time and counts: no memory text passes through Temporal.
+"""
+
+from __future__ import annotations
+
+from temporalio import workflow
+
+with workflow.unsafe.imports_passed_through():
+    from activities.lifecycle import LifecycleActivities
+    from engine.lifecycle.payloads import (
+        LifecycleBatchRequest,
+        LifecycleBatchResult,
+        LifecycleDone,
+        LifecyclePlan,
+        LifecycleRequest,
+        LifecycleStart,
+    )
+    from workflows import policies
+
+COUNTS = ("scanned", "decayed", "archived", "merged", "deleted")
+
+
+def lifecycle_workflow_id(bank_id: str) -> str:
+    return f"lifecycle:{bank_id}"
+
+
+@workflow.defn
+class LifecycleWorkflow:
+    @workflow.run
+    async def run(self, request: LifecycleRequest) -> dict[str, int]:
+        now = request.now or workflow.now()
+        operation_id = f"lifecycle-{workflow.uuid4()}"
+        db = policies.DATABASE
+        plan: LifecyclePlan = await workflow.execute_activity_method(
+            LifecycleActivities.begin_lifecycle,
+            LifecycleStart(request.bank_id, operation_id, workflow.info().workflow_id, now),
+            start_to_close_timeout=db.start_to_close,
+            retry_policy=db.retry,
+            heartbeat_timeout=db.heartbeat,
+        )
+        counts = dict.fromkeys(COUNTS, 0)
+        if not plan.exists:
+            return counts
+        after: str | None = None
+        seq = 0
+        while True:
+            batch: LifecycleBatchResult = await workflow.execute_activity_method(
+                LifecycleActivities.lifecycle_batch,
+                LifecycleBatchRequest(request.bank_id, operation_id, now, plan.policy, after, seq),
+                start_to_close_timeout=db.start_to_close,
+                retry_policy=db.retry,
+                heartbeat_timeout=db.heartbeat,
+            )
+            for name in COUNTS:
+                counts[name] += getattr(batch, name)
+            seq += 1
+            if batch.last_id is None:
+                break
+            after = batch.last_id
+        await workflow.execute_activity_method(
+            LifecycleActivities.finish_lifecycle,
+            LifecycleDone(request.bank_id, operation_id, now, counts),
+            start_to_close_timeout=policies.BOOKKEEPING.start_to_close,
+            retry_policy=policies.BOOKKEEPING.retry,
+            heartbeat_timeout=policies.BOOKKEEPING.heartbeat,
+        )
+        return counts
