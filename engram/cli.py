@@ -21,6 +21,8 @@ from engram.backup import BackupError
 from engram.cli_admin import cmd_backup, cmd_migrate, cmd_restore, cmd_serve
 from engram.cli_import import cmd_export, cmd_import
 from engram.cli_keys import KeysError, add_keys_parser, cmd_keys
+from engram.cli_memories import add_commands as add_memory_commands
+from engram.cli_memories import cmd_forget, cmd_memories
 from engram.cli_support import UsageError, bank, day, read_stdin, read_text, table
 from engram.client import DEFAULT_URL, ApiError, EngramClient
 from engram.supervisor import run_stack
@@ -268,6 +270,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     entities.add_argument("--limit", type=int, default=50)
     add_keys_parser(commands, _command)
+    add_memory_commands(commands, _command, banked)
     return parser
 
 
@@ -458,6 +461,8 @@ COMMANDS: dict[str, Callable[[EngramClient, argparse.Namespace, TextIO], int]] =
     "export": cmd_export,
     "documents": cmd_documents,
     "entities": cmd_entities,
+    "forget": cmd_forget,
+    "memories": cmd_memories,
 }
 
 

@@ -203,6 +203,28 @@ class EngramClient:
         )
         return result
 
+    def forget(
+        self, bank_id: str, where: Mapping[str, Any], *, dry_run: bool = False
+    ) -> dict[str, Any]:
+        """POST .../forget: what went (or, with dry_run, would go)."""
+        result: dict[str, Any] = self._json(
+            "POST",
+            f"/v1/default/banks/{_segment(bank_id)}/forget",
+            body={**where, "dry_run": dry_run},
+        )
+        return result
+
+    def update_memory(
+        self, bank_id: str, memory_id: str, changes: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """PATCH .../memories/{id}: the corrected memory."""
+        result: dict[str, Any] = self._json(
+            "PATCH",
+            f"/v1/default/banks/{_segment(bank_id)}/memories/{_segment(memory_id)}",
+            body=dict(changes),
+        )
+        return result
+
     def recall_raw(
         self,
         bank_id: str,

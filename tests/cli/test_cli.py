@@ -29,6 +29,9 @@ COMMANDS = [
     ["export"],
     ["documents"],
     ["entities"],
+    ["forget"],
+    ["memories"],
+    ["memories", "edit"],
 ]
 
 
