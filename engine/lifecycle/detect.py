@@ -147,21 +147,21 @@ def supersedes(new: Claim, old: Claim) -> bool:
 
 # Older active facts that may share the subject of the new ones: sharing an entity, or, for a
 # new fact naming none, the bank's recent facts naming none. Bounded per new fact.
-_NEW = """
+NEW_FACTS = """
 SELECT m.id::text AS id, m.text, coalesce(m.valid_from, m.created_at) AS start,
        coalesce(array_agg(ue.entity_id) FILTER (WHERE ue.entity_id IS NOT NULL), '{}') AS entities
 FROM memory_units m LEFT JOIN unit_entities ue ON ue.unit_id = m.id
 WHERE m.bank_id = $1 AND m.id = ANY($2::uuid[]) AND m.fact_type <> 'observation'
 GROUP BY m.id
 """
-_SHARING = """
+SHARING = """
 SELECT DISTINCT m.id::text AS id, m.text, coalesce(m.valid_from, m.created_at) AS start
 FROM unit_entities ue JOIN memory_units m ON m.id = ue.unit_id
 WHERE ue.entity_id = ANY($2::uuid[]) AND m.bank_id = $1 AND m.state = 'active'
   AND m.fact_type <> 'observation' AND m.id <> ALL($3::uuid[])
 ORDER BY start DESC LIMIT $4
 """
-_UNNAMED = """
+UNNAMED = """
 SELECT m.id::text AS id, m.text, coalesce(m.valid_from, m.created_at) AS start
 FROM memory_units m
 WHERE m.bank_id = $1 AND m.state = 'active' AND m.fact_type <> 'observation'
@@ -181,15 +181,15 @@ async def apply_local_supersession(
     if not ids:
         return []
     applied: list[Supersession] = []
-    news = sorted(await conn.fetch(_NEW, bank_id, ids), key=lambda r: (r["start"], r["id"]))
+    news = sorted(await conn.fetch(NEW_FACTS, bank_id, ids), key=lambda r: (r["start"], r["id"]))
     for new in news:
         claim = claim_of(new["text"])
         if claim is None:
             continue
         if new["entities"]:
-            rows = await conn.fetch(_SHARING, bank_id, new["entities"], [new["id"]], CANDIDATES)
+            rows = await conn.fetch(SHARING, bank_id, new["entities"], [new["id"]], CANDIDATES)
         else:
-            rows = await conn.fetch(_UNNAMED, bank_id, [new["id"]], CANDIDATES)
+            rows = await conn.fetch(UNNAMED, bank_id, [new["id"]], CANDIDATES)
         for old in rows:
             if old["start"] > new["start"]:
                 continue
