@@ -345,6 +345,15 @@ async def _erase(
     await conn.execute(
         "DELETE FROM pending_links WHERE to_unit = ANY($1::uuid[])", all_ids + observations
     )
+    # Other facts' versions that quote a forgotten one (a merge survivor keeps the absorbed
+    # text) or, for a forget by text, any version holding the text.
+    await conn.execute(
+        "DELETE FROM memory_versions WHERE bank_id = $1 AND (related_id = ANY($2::uuid[])"
+        " OR ($3::text IS NOT NULL AND (previous_text ILIKE $3 OR new_text ILIKE $3)))",
+        bank_id,
+        all_ids + observations,
+        f"%{_escape_like(where.text)}%" if where.text else None,
+    )
     await conn.execute(
         "DELETE FROM memory_units WHERE bank_id = $1 AND id = ANY($2::uuid[])",
         bank_id,
