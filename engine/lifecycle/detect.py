@@ -190,18 +190,24 @@ async def apply_local_supersession(
             rows = await conn.fetch(SHARING, bank_id, new["entities"], [new["id"]], CANDIDATES)
         else:
             rows = await conn.fetch(UNNAMED, bank_id, [new["id"]], CANDIDATES)
-        for old in rows:
-            if old["start"] > new["start"]:
+        for other in rows:
+            previous = claim_of(other["text"])
+            if previous is None:
                 continue
-            previous = claim_of(old["text"])
-            if previous is None or not supersedes(claim, previous):
+            # Documents of one retain are stored in any order: a fact that arrives after a
+            # newer one on the same attribute is itself the superseded one.
+            late = other["start"] > new["start"]
+            older, newer = (claim, previous) if late else (previous, claim)
+            if not supersedes(newer, older):
                 continue
             change = Supersession(
-                old["id"],
-                new["id"],
-                f"local: {claim.attribute} {previous.value!r} → "
-                + ("no longer" if claim.negated else repr(claim.value)),
+                new["id"] if late else other["id"],
+                other["id"] if late else new["id"],
+                f"local: {older.attribute} {older.value!r} → "
+                + ("no longer" if newer.negated else repr(newer.value)),
             )
             if await supersede(conn, bank_id, change):
                 applied.append(change)
+            if late:
+                break
     return applied

@@ -192,3 +192,26 @@ async def test_chinese_cues_supersede(api: httpx.AsyncClient, pool: Pool, bank_i
             beijing,
         )
     assert row is not None and row["state"] == "superseded" and row["successor"] == shanghai
+
+
+async def test_an_older_fact_arriving_late_is_the_superseded_one(
+    api: httpx.AsyncClient, pool: Pool, bank_id: str
+) -> None:
+    await retain(
+        api, bank_id, [{"content": "Theo lives in Ghent.", "timestamp": "2025-06-01T10:00:00Z"}]
+    )
+    await retain(
+        api, bank_id, [{"content": "Theo lives in Bruges.", "timestamp": "2025-01-01T10:00:00Z"}]
+    )
+    ghent = await fact_id(pool, bank_id, "Ghent")
+    bruges = await fact_id(pool, bank_id, "Bruges")
+    async with pool.acquire() as conn:
+        rows = {
+            str(r["id"]): (r["state"], r["successor"])
+            for r in await conn.fetch(
+                "SELECT id, state, superseded_by::text AS successor FROM memory_units"
+                " WHERE bank_id = $1",
+                bank_id,
+            )
+        }
+    assert rows[bruges] == ("superseded", ghent) and rows[ghent] == ("active", None)
