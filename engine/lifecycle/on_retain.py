@@ -18,7 +18,9 @@ _RESTORE = """
 WITH restored AS (
     UPDATE memory_units o SET state = 'active', strength = greatest(o.strength, o.importance),
                               updated_at = now()
-    WHERE o.bank_id = $1 AND o.state = 'archived' AND EXISTS (
+    -- not a merged-away duplicate (superseded_by set): its survivor holds its evidence, and
+    -- restoring it would only have the next run merge it again
+    WHERE o.bank_id = $1 AND o.state = 'archived' AND o.superseded_by IS NULL AND EXISTS (
         SELECT 1 FROM memory_units n
         WHERE n.id = ANY($2::uuid[]) AND n.bank_id = $1 AND n.id <> o.id
           AND 1 - (n.embedding <=> o.embedding) >= $3
