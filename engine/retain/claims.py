@@ -1,0 +1,128 @@
+"""Per-document serialisation of writes: one writer per (bank, document) at a time.
+
+A batch of the pipeline claims its documents before planning them and releases each in the
+transaction that stores it. A document claimed by another open operation is queued in
+`document_waiters`; its writer is told when the claim is released (the workflow signals the
+waiters the release returns) and claims again. Waiters are served oldest first, so the writes
+of one document apply in the order they queued and the last one wins. A claim whose operation
+has ended (its workflow terminated, say) is stale and taken over.
+
+Claim and release take a transaction-level advisory lock per document, so a release always
+sees a waiter that queued before it: no wake-up is lost. Locks are taken in document order.
+"""
+
+from __future__ import annotations
+
+from engine.db import Connection
+
+_LOCK = "SELECT pg_advisory_xact_lock(hashtextextended('claim' || $1 || E'\\x1f' || $2, 0))"
+
+_TERMINAL = "('completed', 'failed', 'cancelled')"
+
+# The current holder, unless its operation has ended.
+_HOLDER = f"""
+SELECT c.operation_id FROM document_claims c
+LEFT JOIN operations o ON o.operation_id = c.operation_id
+WHERE c.bank_id = $1 AND c.document_id = $2 AND coalesce(o.status, 'running') NOT IN {_TERMINAL}
+"""
+
+# Live waiters of other operations queued before this one (all of them if it is not queued).
+_AHEAD = f"""
+SELECT count(*) FROM document_waiters w
+LEFT JOIN operations o ON o.operation_id = w.operation_id
+WHERE w.bank_id = $1 AND w.document_id = $2 AND w.operation_id <> $3
+  AND coalesce(o.status, 'running') NOT IN {_TERMINAL}
+  AND w.queued_at < coalesce((SELECT queued_at FROM document_waiters
+                              WHERE bank_id = $1 AND document_id = $2 AND workflow_id = $4),
+                             'infinity')
+"""
+
+_TAKE = """
+INSERT INTO document_claims (bank_id, document_id, operation_id, workflow_id)
+VALUES ($1, $2, $3, $4)
+ON CONFLICT (bank_id, document_id) DO UPDATE
+SET operation_id = EXCLUDED.operation_id, workflow_id = EXCLUDED.workflow_id, claimed_at = now()
+"""
+
+_UNQUEUE = """
+DELETE FROM document_waiters WHERE bank_id = $1 AND document_id = $2 AND workflow_id = $3
+"""
+
+_QUEUE = """
+INSERT INTO document_waiters (bank_id, document_id, workflow_id, operation_id)
+VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING
+"""
+
+_RELEASE = """
+DELETE FROM document_claims WHERE bank_id = $1 AND document_id = $2 AND operation_id = $3
+"""
+
+_WAITERS = "SELECT workflow_id FROM document_waiters WHERE bank_id = $1 AND document_id = $2"
+
+_HELD_BY = """
+SELECT 1 FROM document_claims WHERE bank_id = $1 AND document_id = $2 AND operation_id = $3
+"""
+
+
+async def claim_documents(
+    conn: Connection, bank_id: str, operation_id: str, workflow_id: str, document_ids: list[str]
+) -> tuple[list[str], list[str]]:
+    """(claimed, busy): busy documents are queued for `workflow_id` to be told of release."""
+    claimed: list[str] = []
+    busy: list[str] = []
+    async with conn.transaction():
+        for document_id in sorted(set(document_ids)):
+            await conn.execute(_LOCK, bank_id, document_id)
+            holder = await conn.fetchval(_HOLDER, bank_id, document_id)
+            ahead = await conn.fetchval(_AHEAD, bank_id, document_id, operation_id, workflow_id)
+            if (holder is None or holder == operation_id) and ahead == 0:
+                await conn.execute(_TAKE, bank_id, document_id, operation_id, workflow_id)
+                await conn.execute(_UNQUEUE, bank_id, document_id, workflow_id)
+                claimed.append(document_id)
+            else:
+                await conn.execute(_QUEUE, bank_id, document_id, workflow_id, operation_id)
+                busy.append(document_id)
+    return claimed, busy
+
+
+async def holds_claim(conn: Connection, bank_id: str, document_id: str, operation_id: str) -> bool:
+    return await conn.fetchval(_HELD_BY, bank_id, document_id, operation_id) is not None
+
+
+async def release_document(
+    conn: Connection, bank_id: str, document_id: str, operation_id: str
+) -> list[str]:
+    """Release inside the caller's transaction; returns the workflows waiting for it."""
+    await conn.execute(_LOCK, bank_id, document_id)
+    await conn.execute(_RELEASE, bank_id, document_id, operation_id)
+    return [r["workflow_id"] for r in await conn.fetch(_WAITERS, bank_id, document_id)]
+
+
+_CLAIMED_BY = """
+SELECT bank_id, document_id FROM document_claims WHERE operation_id = $1
+UNION
+SELECT bank_id, document_id FROM document_waiters WHERE operation_id = $1
+ORDER BY 1, 2
+"""
+
+
+async def release_operation(conn: Connection, operation_id: str) -> list[str]:
+    """Release every claim and queue place of an operation that ended; returns the workflows
+    of other operations waiting for those documents."""
+    waiters: set[str] = set()
+    async with conn.transaction():
+        for row in await conn.fetch(_CLAIMED_BY, operation_id):
+            bank_id, document_id = row["bank_id"], row["document_id"]
+            await conn.execute(_LOCK, bank_id, document_id)
+            await conn.execute(_RELEASE, bank_id, document_id, operation_id)
+            await conn.execute(
+                "DELETE FROM document_waiters WHERE bank_id = $1 AND document_id = $2"
+                " AND operation_id = $3",
+                bank_id,
+                document_id,
+                operation_id,
+            )
+            waiters.update(
+                r["workflow_id"] for r in await conn.fetch(_WAITERS, bank_id, document_id)
+            )
+    return sorted(waiters)
