@@ -14,7 +14,6 @@ from engine.retain.claims import holds_claim, release_document
 from engine.retain.documents import load_documents, load_plan, save_plan, save_result
 from engine.retain.payloads import (
     DocumentFailure,
-    DocumentInput,
     DocumentOutcome,
     PlannedDocument,
     PlanRequest,
@@ -24,7 +23,7 @@ from engine.retain.payloads import (
     UpsertDocument,
 )
 from engine.retain.plan import plan_documents
-from engine.retain.upsert import upsert_document
+from engine.retain.upsert import upsert_documents
 
 
 async def plan_batch(conn: Connection, request: PlanRequest) -> PlanResult:
@@ -48,48 +47,37 @@ async def plan_batch(conn: Connection, request: PlanRequest) -> PlanResult:
 
 
 async def upsert_batch(conn: Connection, job: UpsertBatch) -> UpsertBatchResult:
-    """Store each document in its own transaction, which also records its result and releases
-    its claim: a retried call returns the recorded results and stores nothing twice, and never
-    writes over a later write that took the document after the release."""
+    """Store the batch's documents in one transaction, which also records each document's
+    result and releases its claim: a retried call returns the recorded results and stores
+    nothing twice, and never writes over a later write that took a document after the
+    release."""
     documents = await load_documents(conn, job.source, job.operation_id, job.seqs)
     done: list[DocumentOutcome] = []
     failed: list[DocumentFailure] = []
     waiters: set[str] = set()
-    for seq in job.seqs:
-        document = documents[seq]
-        if isinstance(document, InvalidInput):
-            failed.append(DocumentFailure(seq, "", str(document)))
-            continue
-        outcome = await _upsert_one(conn, job, seq, document, waiters)
-        if isinstance(outcome, DocumentFailure):
-            failed.append(outcome)
-        else:
-            done.append(outcome)
-    return UpsertBatchResult(done, failed, sorted(waiters))
-
-
-async def _upsert_one(
-    conn: Connection, job: UpsertBatch, seq: int, document: DocumentInput, waiters: set[str]
-) -> DocumentOutcome | DocumentFailure:
     async with conn.transaction():
-        plan, recorded = await load_plan(conn, job.operation_id, seq)
-        if recorded is not None:
-            return DocumentOutcome(seq, recorded)
-        if not await holds_claim(conn, job.bank_id, plan.document_id, job.operation_id):
-            return DocumentFailure(
-                seq, plan.document_id, "another write took this document over; send it again"
-            )
-        try:
-            result = await upsert_document(
-                conn,
-                UpsertDocument(
+        pending: list[tuple[int, UpsertDocument]] = []
+        for seq in job.seqs:
+            document = documents[seq]
+            if isinstance(document, InvalidInput):
+                failed.append(DocumentFailure(seq, "", str(document)))
+                continue
+            plan, recorded = await load_plan(conn, job.operation_id, seq)
+            if recorded is not None:
+                done.append(DocumentOutcome(seq, recorded))
+            elif not await holds_claim(conn, job.bank_id, plan.document_id, job.operation_id):
+                message = "another write took this document over; send it again"
+                failed.append(DocumentFailure(seq, plan.document_id, message))
+            else:
+                upsert = UpsertDocument(
                     job.bank_id, job.operation_id, plan, document.items, document.update_mode
-                ),
-            )
-        except InvalidInput as exc:
-            return DocumentFailure(seq, plan.document_id, str(exc))
-        await save_result(conn, job.operation_id, seq, result)
-        waiters.update(
-            await release_document(conn, job.bank_id, plan.document_id, job.operation_id)
-        )
-    return DocumentOutcome(seq, result)
+                )
+                pending.append((seq, upsert))
+        results = await upsert_documents(conn, [upsert for _, upsert in pending])
+        for (seq, _), result in zip(pending, results, strict=True):
+            await save_result(conn, job.operation_id, seq, result)
+            done.append(DocumentOutcome(seq, result))
+        # In document order, as claims take their locks (engine/retain/claims.py).
+        for document_id in sorted(upsert.plan.document_id for _, upsert in pending):
+            waiters.update(await release_document(conn, job.bank_id, document_id, job.operation_id))
+    return UpsertBatchResult(sorted(done, key=lambda d: d.seq), failed, sorted(waiters))

@@ -150,9 +150,6 @@ SELECT count(*) FROM (
 ) locked
 """
 
-# Entities that lost facts (dropped chunks) are recounted; the others only gained the facts
-# this upsert inserted ($2), so their counts grow by those: a recount of every touched entity
-# read all the mentions of a popular one (thousands) per document, under its row lock.
 _REFRESH_ENTITIES = """
 UPDATE entities e SET
     mention_count = (SELECT count(*) FROM unit_entities ue WHERE ue.entity_id = e.id),
@@ -160,18 +157,6 @@ UPDATE entities e SET
         SELECT max(coalesce(m.occurred_start, m.mentioned_at)) FROM unit_entities ue
         JOIN memory_units m ON m.id = ue.unit_id WHERE ue.entity_id = e.id))
 WHERE e.id = ANY($1::uuid[])
-"""
-_COUNT_ADDED_MENTIONS = """
-UPDATE entities e
-SET mention_count = e.mention_count + a.n, last_seen = greatest(e.last_seen, a.seen)
-FROM (SELECT ue.entity_id, count(*) AS n, max(coalesce(m.occurred_start, m.mentioned_at)) AS seen
-      FROM unit_entities ue JOIN memory_units m ON m.id = ue.unit_id
-      WHERE ue.unit_id = ANY($2::uuid[]) GROUP BY ue.entity_id) a
-WHERE e.id = a.entity_id AND NOT (e.id = ANY($1::uuid[]))
-"""
-_NEW_FACTS = """
-SELECT coalesce(array_agg(u.id), '{}') FROM unnest($1::uuid[]) AS u(id)
-WHERE NOT EXISTS (SELECT 1 FROM memory_units m WHERE m.id = u.id)
 """
 
 DELETE_ORPHAN_ENTITIES = """
@@ -188,71 +173,103 @@ _COUNT_FACTS = "SELECT count(*) FROM memory_units WHERE bank_id = $1 AND chunk_i
 
 
 async def upsert_document(conn: Connection, job: UpsertDocument) -> UpsertResult:
+    [result] = await upsert_documents(conn, [job])
+    return result
+
+
+async def upsert_documents(conn: Connection, jobs: list[UpsertDocument]) -> list[UpsertResult]:
+    """Store several documents of one bank in one transaction (results in the jobs' order).
+
+    One transaction per batch rather than per document: the entity rows every document
+    touches (a conversation's speakers are on nearly every fact) are locked and recounted
+    once per batch. Locks follow the order above for the whole batch: the documents'
+    advisory locks (in id order), then every dropped fact, then what the inserts take."""
+    if not jobs:
+        return []
+    bank = jobs[0].bank_id
+    async with conn.transaction():
+        for document_id in sorted({job.plan.document_id for job in jobs}):
+            await conn.execute(_LOCK, bank, document_id)
+        dropped = [cid for job in jobs for cid in job.plan.dropped_chunk_ids]
+        if dropped:
+            await conn.execute(_LOCK_DROPPED_FACTS, bank, dropped)
+        results: list[UpsertResult] = []
+        touched: set[Any] = set()
+        removed: list[Any] = []
+        for job in jobs:
+            result, entities, gone = await _apply(conn, job)
+            results.append(result)
+            touched.update(entities)
+            removed += gone
+        everything = sorted(touched | set(removed))
+        await conn.execute(_LOCK_ENTITIES, everything)
+        await conn.execute(_REFRESH_ENTITIES, everything)
+        await conn.execute(DELETE_ORPHAN_ENTITIES, bank, removed)
+    return results
+
+
+async def _apply(
+    conn: Connection, job: UpsertDocument
+) -> tuple[UpsertResult, list[Any], list[Any]]:
+    """One document's rows; returns its result, the entities its new facts name and the
+    entities of its dropped facts (their counts are refreshed once for the batch)."""
     plan = job.plan
     bank = job.bank_id
-    async with conn.transaction():
-        await conn.execute(_LOCK, bank, plan.document_id)
-        content = "\n\n".join(item.content for item in job.items)
-        first = job.items[0] if job.items else None
-        stamps = [item.timestamp for item in job.items if item.timestamp is not None]
-        metadata: dict[str, str] = {}
-        tags: list[str] = []
-        for item in job.items:
-            metadata.update(item.metadata)
-            tags += [t for t in item.tags if t not in tags]
-        await conn.execute(
-            _DOCUMENT,
-            bank,
-            plan.document_id,
-            content,
-            hashlib.sha256(content.encode()).hexdigest(),
-            first.context if first else "",
-            metadata,
-            tags,
-            max(stamps) if stamps else None,
-            job.update_mode == "append",
-        )
-        removed_entities: list[Any] = []
-        facts_removed = 0
-        if plan.dropped_chunk_ids:
-            await conn.execute(_LOCK_DROPPED_FACTS, bank, plan.dropped_chunk_ids)
-            removed_entities = [
-                r["entity_id"]
-                for r in await conn.fetch(_ENTITIES_OF_CHUNKS, bank, plan.dropped_chunk_ids)
-            ]
-            facts_removed = await conn.fetchval(_COUNT_FACTS, bank, plan.dropped_chunk_ids)
-            await conn.execute(_DROP_CHUNKS, bank, plan.dropped_chunk_ids)
-        chunks = plan.new_chunks
-        await conn.execute(
-            _CHUNKS,
-            bank,
-            [c.chunk_id for c in chunks],
-            [c.document_id for c in chunks],
-            list(range(len(chunks))),
-            [c.text for c in chunks],
-            [c.content_hash for c in chunks],
-            [c.char_start for c in chunks],
-            [c.char_end for c in chunks],
-        )
-        chunk_ids = [c.chunk_id for c in chunks]
-        staged = await conn.fetch(_STAGED, bank, plan.document_id, chunk_ids)
-        new_facts = await conn.fetchval(_NEW_FACTS, [row["fact_id"] for row in staged])
-        links_added = await _store_units(conn, bank, plan.document_id, staged)
-        touched = sorted({eid for row in staged for eid in (row["entity_ids"] or [])})
-        await conn.execute(_LOCK_ENTITIES, touched + removed_entities)
-        await conn.execute(_REFRESH_ENTITIES, removed_entities)
-        await conn.execute(_COUNT_ADDED_MENTIONS, removed_entities, new_facts)
-        await conn.execute(DELETE_ORPHAN_ENTITIES, bank, removed_entities)
-        await conn.execute(
-            "DELETE FROM staged_facts WHERE bank_id = $1 AND document_id = $2"
-            " AND (chunk_id = ANY($3::text[]) OR operation_id = $4)",
-            bank,
-            plan.document_id,
-            chunk_ids,
-            job.operation_id,
-        )
-        facts_added = await conn.fetchval(_COUNT_FACTS, bank, chunk_ids)
-    return UpsertResult(
+    content = "\n\n".join(item.content for item in job.items)
+    first = job.items[0] if job.items else None
+    stamps = [item.timestamp for item in job.items if item.timestamp is not None]
+    metadata: dict[str, str] = {}
+    tags: list[str] = []
+    for item in job.items:
+        metadata.update(item.metadata)
+        tags += [t for t in item.tags if t not in tags]
+    await conn.execute(
+        _DOCUMENT,
+        bank,
+        plan.document_id,
+        content,
+        hashlib.sha256(content.encode()).hexdigest(),
+        first.context if first else "",
+        metadata,
+        tags,
+        max(stamps) if stamps else None,
+        job.update_mode == "append",
+    )
+    removed_entities: list[Any] = []
+    facts_removed = 0
+    if plan.dropped_chunk_ids:
+        removed_entities = [
+            r["entity_id"]
+            for r in await conn.fetch(_ENTITIES_OF_CHUNKS, bank, plan.dropped_chunk_ids)
+        ]
+        facts_removed = await conn.fetchval(_COUNT_FACTS, bank, plan.dropped_chunk_ids)
+        await conn.execute(_DROP_CHUNKS, bank, plan.dropped_chunk_ids)
+    chunks = plan.new_chunks
+    await conn.execute(
+        _CHUNKS,
+        bank,
+        [c.chunk_id for c in chunks],
+        [c.document_id for c in chunks],
+        list(range(len(chunks))),
+        [c.text for c in chunks],
+        [c.content_hash for c in chunks],
+        [c.char_start for c in chunks],
+        [c.char_end for c in chunks],
+    )
+    chunk_ids = [c.chunk_id for c in chunks]
+    staged = await conn.fetch(_STAGED, bank, plan.document_id, chunk_ids)
+    links_added = await _store_units(conn, bank, plan.document_id, staged)
+    touched = [eid for row in staged for eid in (row["entity_ids"] or [])]
+    await conn.execute(
+        "DELETE FROM staged_facts WHERE bank_id = $1 AND document_id = $2"
+        " AND (chunk_id = ANY($3::text[]) OR operation_id = $4)",
+        bank,
+        plan.document_id,
+        chunk_ids,
+        job.operation_id,
+    )
+    facts_added = await conn.fetchval(_COUNT_FACTS, bank, chunk_ids)
+    result = UpsertResult(
         document_id=plan.document_id,
         facts_added=int(facts_added),
         facts_removed=int(facts_removed),
@@ -260,6 +277,7 @@ async def upsert_document(conn: Connection, job: UpsertDocument) -> UpsertResult
         chunks_removed=len(plan.dropped_chunk_ids),
         links_added=links_added,
     )
+    return result, touched, removed_entities
 
 
 async def _store_units(
