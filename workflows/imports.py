@@ -35,6 +35,7 @@ with workflow.unsafe.imports_passed_through():
         BatchResult,
         DocumentPage,
         DocumentRef,
+        EndStatus,
         OperationEnd,
         OperationUpdate,
     )
@@ -278,7 +279,7 @@ class ImportWorkflow:
     async def _end(
         self,
         operation_id: str,
-        status: str,
+        status: EndStatus,
         result: dict[str, object] | None = None,
         error: str | None = None,
     ) -> None:
@@ -287,7 +288,7 @@ class ImportWorkflow:
             PipelineActivities.end_operation,
             OperationEnd(
                 operation_id,
-                status,  # type: ignore[arg-type]
+                status,
                 self.progress().as_counts(),
                 error,
                 result,

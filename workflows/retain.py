@@ -22,6 +22,7 @@ with workflow.unsafe.imports_passed_through():
         BatchResult,
         DocumentPage,
         DocumentRef,
+        EndStatus,
         OperationEnd,
         OperationUpdate,
         RetainRequest,
@@ -65,8 +66,8 @@ class RetainWorkflow:
     @workflow.run
     async def run(self, request: RetainRequest) -> RetainResult:
         self._documents_total = request.documents_total
-        await self._update(OperationUpdate(request.operation_id, "running", self.progress()))
         try:
+            await self._update(OperationUpdate(request.operation_id, "running", self.progress()))
             await self._run_batches(request)
             if self._failures:
                 raise DocumentsFailed(
@@ -138,12 +139,12 @@ class RetainWorkflow:
             await run_batches(job_of, refs, request.documents_total, on_done)
             after = refs[-1].seq
 
-    async def _end(self, request: RetainRequest, status: str, error: str | None) -> None:
+    async def _end(self, request: RetainRequest, status: EndStatus, error: str | None) -> None:
         waiters: list[str] = await workflow.execute_activity_method(
             PipelineActivities.end_operation,
             OperationEnd(
                 request.operation_id,
-                status,  # type: ignore[arg-type]
+                status,
                 self.progress(),
                 error,
                 result_from_documents=status == "completed",

@@ -60,7 +60,24 @@ DELETE FROM document_claims WHERE bank_id = $1 AND document_id = $2 AND operatio
 _WAITERS = "SELECT workflow_id FROM document_waiters WHERE bank_id = $1 AND document_id = $2"
 
 _HELD_BY = """
-SELECT 1 FROM document_claims WHERE bank_id = $1 AND document_id = $2 AND operation_id = $3
+SELECT document_id FROM document_claims
+WHERE bank_id = $1 AND operation_id = $2 AND document_id = ANY($3::text[])
+"""
+
+# Claim locks of many documents in one statement, in document order.
+_LOCK_MANY = """
+SELECT count(pg_advisory_xact_lock(hashtextextended('claim' || $1 || E'\\x1f' || d, 0)))
+FROM (SELECT d FROM unnest($2::text[]) AS d ORDER BY d) ordered
+"""
+
+_RELEASE_MANY = """
+DELETE FROM document_claims
+WHERE bank_id = $1 AND operation_id = $2 AND document_id = ANY($3::text[])
+"""
+
+_WAITERS_MANY = """
+SELECT DISTINCT workflow_id FROM document_waiters
+WHERE bank_id = $1 AND document_id = ANY($2::text[])
 """
 
 
@@ -85,17 +102,23 @@ async def claim_documents(
     return claimed, busy
 
 
-async def holds_claim(conn: Connection, bank_id: str, document_id: str, operation_id: str) -> bool:
-    return await conn.fetchval(_HELD_BY, bank_id, document_id, operation_id) is not None
+async def held_claims(
+    conn: Connection, bank_id: str, operation_id: str, document_ids: list[str]
+) -> set[str]:
+    """Which of the documents the operation still holds."""
+    rows = await conn.fetch(_HELD_BY, bank_id, operation_id, document_ids)
+    return {r["document_id"] for r in rows}
 
 
-async def release_document(
-    conn: Connection, bank_id: str, document_id: str, operation_id: str
+async def release_documents(
+    conn: Connection, bank_id: str, operation_id: str, document_ids: list[str]
 ) -> list[str]:
-    """Release inside the caller's transaction; returns the workflows waiting for it."""
-    await conn.execute(_LOCK, bank_id, document_id)
-    await conn.execute(_RELEASE, bank_id, document_id, operation_id)
-    return [r["workflow_id"] for r in await conn.fetch(_WAITERS, bank_id, document_id)]
+    """Release inside the caller's transaction; returns the workflows waiting for them."""
+    if not document_ids:
+        return []
+    await conn.execute(_LOCK_MANY, bank_id, document_ids)
+    await conn.execute(_RELEASE_MANY, bank_id, operation_id, document_ids)
+    return [r["workflow_id"] for r in await conn.fetch(_WAITERS_MANY, bank_id, document_ids)]
 
 
 _CLAIMED_BY = """

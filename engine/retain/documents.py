@@ -174,29 +174,6 @@ async def save_plan(
     return int(count)
 
 
-_LOAD_PLAN = """
-SELECT document_id, plan, result FROM document_plans WHERE operation_id = $1 AND seq = $2
-"""
-
-
-async def load_plan(
-    conn: Connection, operation_id: str, seq: int
-) -> tuple[DocumentPlan, UpsertResult | None]:
-    """A document's plan and, once it was upserted, the upsert's result."""
-    row = await conn.fetchrow(_LOAD_PLAN, operation_id, seq)
-    if row is None:
-        raise NotFound("document plan", f"{operation_id}#{seq}")
-    data = row["plan"]
-    plan = DocumentPlan(
-        row["document_id"],
-        [chunk_from_json(c) for c in data["new_chunks"]],
-        list(data["kept"]),
-        list(data["dropped"]),
-    )
-    result = UpsertResult(**row["result"]) if row["result"] is not None else None
-    return plan, result
-
-
 _SLICE = """
 SELECT p.seq, c.chunk
 FROM unnest($2::int[], $3::int[], $4::int[]) AS s(seq, first, stop)
@@ -223,13 +200,49 @@ async def load_chunks(
     return [chunk_from_json(r["chunk"]) for r in rows]
 
 
-_SAVE_RESULT = """
-UPDATE document_plans SET result = $3 WHERE operation_id = $1 AND seq = $2
+_LOAD_PLANS = """
+SELECT seq, document_id, plan, result FROM document_plans
+WHERE operation_id = $1 AND seq = ANY($2::int[])
 """
 
 
-async def save_result(conn: Connection, operation_id: str, seq: int, result: UpsertResult) -> None:
-    await conn.execute(_SAVE_RESULT, operation_id, seq, asdict(result))
+async def load_plans(
+    conn: Connection, operation_id: str, seqs: list[int]
+) -> dict[int, tuple[DocumentPlan, UpsertResult | None]]:
+    """Several documents' plans and, for those already upserted, their results."""
+    found: dict[int, tuple[DocumentPlan, UpsertResult | None]] = {}
+    for row in await conn.fetch(_LOAD_PLANS, operation_id, seqs):
+        data = row["plan"]
+        plan = DocumentPlan(
+            row["document_id"],
+            [chunk_from_json(c) for c in data["new_chunks"]],
+            list(data["kept"]),
+            list(data["dropped"]),
+        )
+        result = UpsertResult(**row["result"]) if row["result"] is not None else None
+        found[row["seq"]] = (plan, result)
+    missing = [s for s in seqs if s not in found]
+    if missing:
+        raise NotFound("document plan", f"{operation_id}#{missing[0]}")
+    return found
+
+
+_SAVE_RESULTS = """
+UPDATE document_plans p SET result = v.result
+FROM unnest($2::int[], $3::jsonb[]) AS v(seq, result)
+WHERE p.operation_id = $1 AND p.seq = v.seq
+"""
+
+
+async def save_results(
+    conn: Connection, operation_id: str, results: list[tuple[int, UpsertResult]]
+) -> None:
+    await conn.execute(
+        _SAVE_RESULTS,
+        operation_id,
+        [seq for seq, _ in results],
+        [asdict(result) for _, result in results],
+    )
 
 
 # The operation's totals and document ids, from its documents' upsert results.

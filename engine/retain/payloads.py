@@ -15,6 +15,7 @@ from typing import Literal
 UpdateMode = Literal["replace", "append"]
 # Where a batch's documents are staged: a retain request or an import.
 Source = Literal["retain", "import"]
+EndStatus = Literal["completed", "failed", "cancelled"]
 
 
 @dataclass(frozen=True)
@@ -270,7 +271,7 @@ class OperationEnd:
     """An operation's end: its staging is discarded and its claims released."""
 
     operation_id: str
-    status: Literal["completed", "failed", "cancelled"]
+    status: EndStatus
     progress: dict[str, int] = field(default_factory=dict)
     error: str | None = None
     result: dict[str, object] | None = None

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from engine.db import Connection
 from engine.errors import InvalidInput
-from engine.retain.claims import holds_claim, release_document
-from engine.retain.documents import load_documents, load_plan, save_plan, save_result
+from engine.retain.claims import held_claims, release_documents
+from engine.retain.documents import load_documents, load_plans, save_plan, save_results
 from engine.retain.payloads import (
     DocumentFailure,
     DocumentOutcome,
@@ -54,18 +54,19 @@ async def upsert_batch(conn: Connection, job: UpsertBatch) -> UpsertBatchResult:
     documents = await load_documents(conn, job.source, job.operation_id, job.seqs)
     done: list[DocumentOutcome] = []
     failed: list[DocumentFailure] = []
-    waiters: set[str] = set()
     async with conn.transaction():
+        plans = await load_plans(conn, job.operation_id, job.seqs)
+        names = [plans[seq][0].document_id for seq in job.seqs]
+        held = await held_claims(conn, job.bank_id, job.operation_id, names)
         pending: list[tuple[int, UpsertDocument]] = []
         for seq in job.seqs:
             document = documents[seq]
+            plan, recorded = plans[seq]
             if isinstance(document, InvalidInput):
-                failed.append(DocumentFailure(seq, "", str(document)))
-                continue
-            plan, recorded = await load_plan(conn, job.operation_id, seq)
-            if recorded is not None:
+                failed.append(DocumentFailure(seq, plan.document_id, str(document)))
+            elif recorded is not None:
                 done.append(DocumentOutcome(seq, recorded))
-            elif not await holds_claim(conn, job.bank_id, plan.document_id, job.operation_id):
+            elif plan.document_id not in held:
                 message = "another write took this document over; send it again"
                 failed.append(DocumentFailure(seq, plan.document_id, message))
             else:
@@ -74,10 +75,9 @@ async def upsert_batch(conn: Connection, job: UpsertBatch) -> UpsertBatchResult:
                 )
                 pending.append((seq, upsert))
         results = await upsert_documents(conn, [upsert for _, upsert in pending])
-        for (seq, _), result in zip(pending, results, strict=True):
-            await save_result(conn, job.operation_id, seq, result)
-            done.append(DocumentOutcome(seq, result))
-        # In document order, as claims take their locks (engine/retain/claims.py).
-        for document_id in sorted(upsert.plan.document_id for _, upsert in pending):
-            waiters.update(await release_document(conn, job.bank_id, document_id, job.operation_id))
-    return UpsertBatchResult(sorted(done, key=lambda d: d.seq), failed, sorted(waiters))
+        stored = [(seq, result) for (seq, _), result in zip(pending, results, strict=True)]
+        await save_results(conn, job.operation_id, stored)
+        done += [DocumentOutcome(seq, result) for seq, result in stored]
+        released = [upsert.plan.document_id for _, upsert in pending]
+        waiters = await release_documents(conn, job.bank_id, job.operation_id, released)
+    return UpsertBatchResult(sorted(done, key=lambda d: d.seq), failed, sorted(set(waiters)))

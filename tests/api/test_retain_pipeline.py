@@ -4,14 +4,18 @@ that breaks the next retain into the bank."""
 
 from __future__ import annotations
 
+import asyncio
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import httpx
+from support.workers import production_worker
 from temporalio.api.enums.v1 import EventType
 from temporalio.testing import WorkflowEnvironment
 
 from engine.db import Pool
 from engine.embedding import Embedder
+from engine.settings import Settings
 from server.retain import retain_workflow_id
 
 BASE = "/v1/default/banks"
@@ -22,6 +26,15 @@ async def retain(api: httpx.AsyncClient, bank: str, body: dict[str, Any]) -> dic
     assert response.status_code == 200, response.text
     result: dict[str, Any] = response.json()
     return result
+
+
+async def wait_done(api: httpx.AsyncClient, bank: str, op: str) -> dict[str, Any]:
+    for _ in range(300):
+        body: dict[str, Any] = (await api.get(f"{BASE}/{bank}/operations/{op}")).json()
+        if body["status"] in ("completed", "failed", "cancelled"):
+            return body
+        await asyncio.sleep(0.2)
+    raise AssertionError(f"operation {op} did not finish")
 
 
 async def staged_rows(pool: Pool, operation_id: str) -> int:
@@ -150,3 +163,32 @@ async def test_staged_facts_of_an_ended_operation_never_reach_a_later_retain(
     async with pool.acquire() as conn:  # the retain's end swept the old orphan away
         left = await conn.fetchval("SELECT count(*) FROM staged_facts WHERE bank_id = $1", bank_id)
     assert left == 0
+
+
+async def test_ten_thousand_items_are_staged_and_a_cancelled_retain_leaves_no_staging(
+    plain_api: httpx.AsyncClient,
+    temporal_env: WorkflowEnvironment,
+    settings: Settings,
+    pool: Pool,
+    embedder: Embedder,
+    cpu: ThreadPoolExecutor,
+    bank_id: str,
+) -> None:
+    """10,000 items: the workflow's input is the options and two counts, not the items; the
+    operation cancelled, its staging is discarded."""
+    op = f"big-{bank_id}"
+    items = [{"content": f"Note {i}: Ines checked the mooring."} for i in range(10_000)]
+    body = {"items": items, "async": True, "operation_id": op}
+    response = await plain_api.post(f"{BASE}/{bank_id}/memories", json=body)
+    assert response.status_code == 200, response.text
+    assert await staged_rows(pool, op) == 10_000
+    handle = temporal_env.client.get_workflow_handle(retain_workflow_id(bank_id, op))
+    async for event in handle.fetch_history_events():
+        started = event.workflow_execution_started_event_attributes
+        assert sum(len(p.data) for p in started.input.payloads) < 2_000
+        break
+    assert (await plain_api.delete(f"{BASE}/{bank_id}/operations/{op}")).status_code == 200
+    async with production_worker(temporal_env, settings, pool, embedder, cpu):
+        final = await wait_done(plain_api, bank_id, op)
+    assert final["status"] == "cancelled"
+    assert await staged_rows(pool, op) == 0
