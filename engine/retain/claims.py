@@ -19,38 +19,42 @@ _LOCK = "SELECT pg_advisory_xact_lock(hashtextextended('claim' || $1 || E'\\x1f'
 
 _TERMINAL = "('completed', 'failed', 'cancelled')"
 
-# The current holder, unless its operation has ended.
-_HOLDER = f"""
-SELECT c.operation_id FROM document_claims c
+# The current holders, unless their operation has ended.
+_HOLDERS = f"""
+SELECT c.document_id, c.operation_id FROM document_claims c
 LEFT JOIN operations o ON o.operation_id = c.operation_id
-WHERE c.bank_id = $1 AND c.document_id = $2 AND coalesce(o.status, 'running') NOT IN {_TERMINAL}
+WHERE c.bank_id = $1 AND c.document_id = ANY($2::text[])
+  AND coalesce(o.status, 'running') NOT IN {_TERMINAL}
 """
 
-# Live waiters of other operations queued before this one (all of them if it is not queued).
+# Documents with live waiters of other operations queued before this workflow (any, where it
+# is not queued).
 _AHEAD = f"""
-SELECT count(*) FROM document_waiters w
+SELECT DISTINCT w.document_id FROM document_waiters w
 LEFT JOIN operations o ON o.operation_id = w.operation_id
-WHERE w.bank_id = $1 AND w.document_id = $2 AND w.operation_id <> $3
+LEFT JOIN document_waiters mine
+       ON mine.bank_id = w.bank_id AND mine.document_id = w.document_id
+      AND mine.workflow_id = $4
+WHERE w.bank_id = $1 AND w.document_id = ANY($2::text[]) AND w.operation_id <> $3
   AND coalesce(o.status, 'running') NOT IN {_TERMINAL}
-  AND w.queued_at < coalesce((SELECT queued_at FROM document_waiters
-                              WHERE bank_id = $1 AND document_id = $2 AND workflow_id = $4),
-                             'infinity')
+  AND w.queued_at < coalesce(mine.queued_at, 'infinity')
 """
 
 _TAKE = """
 INSERT INTO document_claims (bank_id, document_id, operation_id, workflow_id)
-VALUES ($1, $2, $3, $4)
+SELECT $1, d, $3, $4 FROM unnest($2::text[]) AS d
 ON CONFLICT (bank_id, document_id) DO UPDATE
 SET operation_id = EXCLUDED.operation_id, workflow_id = EXCLUDED.workflow_id, claimed_at = now()
 """
 
 _UNQUEUE = """
-DELETE FROM document_waiters WHERE bank_id = $1 AND document_id = $2 AND workflow_id = $3
+DELETE FROM document_waiters
+WHERE bank_id = $1 AND document_id = ANY($2::text[]) AND workflow_id = $3
 """
 
 _QUEUE = """
 INSERT INTO document_waiters (bank_id, document_id, workflow_id, operation_id)
-VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING
+SELECT $1, d, $3, $4 FROM unnest($2::text[]) AS d ON CONFLICT DO NOTHING
 """
 
 _RELEASE = """
@@ -85,20 +89,24 @@ async def claim_documents(
     conn: Connection, bank_id: str, operation_id: str, workflow_id: str, document_ids: list[str]
 ) -> tuple[list[str], list[str]]:
     """(claimed, busy): busy documents are queued for `workflow_id` to be told of release."""
-    claimed: list[str] = []
-    busy: list[str] = []
+    documents = sorted(set(document_ids))
     async with conn.transaction():
-        for document_id in sorted(set(document_ids)):
-            await conn.execute(_LOCK, bank_id, document_id)
-            holder = await conn.fetchval(_HOLDER, bank_id, document_id)
-            ahead = await conn.fetchval(_AHEAD, bank_id, document_id, operation_id, workflow_id)
-            if (holder is None or holder == operation_id) and ahead == 0:
-                await conn.execute(_TAKE, bank_id, document_id, operation_id, workflow_id)
-                await conn.execute(_UNQUEUE, bank_id, document_id, workflow_id)
-                claimed.append(document_id)
-            else:
-                await conn.execute(_QUEUE, bank_id, document_id, workflow_id, operation_id)
-                busy.append(document_id)
+        await conn.execute(_LOCK_MANY, bank_id, documents)
+        holders = {
+            r["document_id"]: r["operation_id"]
+            for r in await conn.fetch(_HOLDERS, bank_id, documents)
+        }
+        ahead = {
+            r["document_id"]
+            for r in await conn.fetch(_AHEAD, bank_id, documents, operation_id, workflow_id)
+        }
+        claimed = [
+            d for d in documents if holders.get(d, operation_id) == operation_id and d not in ahead
+        ]
+        busy = [d for d in documents if d not in set(claimed)]
+        await conn.execute(_TAKE, bank_id, claimed, operation_id, workflow_id)
+        await conn.execute(_UNQUEUE, bank_id, claimed, workflow_id)
+        await conn.execute(_QUEUE, bank_id, busy, workflow_id, operation_id)
     return claimed, busy
 
 

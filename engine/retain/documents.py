@@ -145,33 +145,38 @@ def chunk_from_json(data: dict[str, Any]) -> ChunkJob:
     return ChunkJob(**values)
 
 
-_SAVE_PLAN = """
+_SAVE_PLANS = """
 INSERT INTO document_plans (operation_id, seq, bank_id, document_id, plan)
-VALUES ($1, $2, $3, $4, $5)
+SELECT $1, t.seq, $2, t.document_id, t.plan
+FROM unnest($3::int[], $4::text[], $5::jsonb[]) AS t(seq, document_id, plan)
 ON CONFLICT (operation_id, seq) DO UPDATE SET plan = EXCLUDED.plan
 WHERE document_plans.result IS NULL
-RETURNING jsonb_array_length(plan->'new_chunks')
 """
 _PLANNED_CHUNKS = """
-SELECT jsonb_array_length(plan->'new_chunks') FROM document_plans
-WHERE operation_id = $1 AND seq = $2
+SELECT seq, jsonb_array_length(plan->'new_chunks') AS chunks FROM document_plans
+WHERE operation_id = $1 AND seq = ANY($2::int[])
 """
 
 
-async def save_plan(
-    conn: Connection, operation_id: str, seq: int, bank_id: str, plan: DocumentPlan
-) -> int:
-    """Stage the plan; returns its new chunks. A document already stored by this operation
-    (a retried step) keeps the plan it was stored with."""
-    data = {
-        "new_chunks": [chunk_json(c) for c in plan.new_chunks],
-        "kept": plan.kept_chunk_ids,
-        "dropped": plan.dropped_chunk_ids,
-    }
-    count = await conn.fetchval(_SAVE_PLAN, operation_id, seq, bank_id, plan.document_id, data)
-    if count is None:
-        count = await conn.fetchval(_PLANNED_CHUNKS, operation_id, seq)
-    return int(count)
+async def save_plans(
+    conn: Connection, operation_id: str, bank_id: str, plans: list[tuple[int, DocumentPlan]]
+) -> dict[int, int]:
+    """Stage the plans; returns each one's new chunks by seq. A document already stored by
+    this operation (a retried step) keeps the plan it was stored with."""
+    data = [
+        {
+            "new_chunks": [chunk_json(c) for c in plan.new_chunks],
+            "kept": plan.kept_chunk_ids,
+            "dropped": plan.dropped_chunk_ids,
+        }
+        for _, plan in plans
+    ]
+    seqs = [seq for seq, _ in plans]
+    await conn.execute(
+        _SAVE_PLANS, operation_id, bank_id, seqs, [p.document_id for _, p in plans], data
+    )
+    rows = await conn.fetch(_PLANNED_CHUNKS, operation_id, seqs)
+    return {r["seq"]: int(r["chunks"]) for r in rows}
 
 
 _SLICE = """

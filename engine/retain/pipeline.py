@@ -11,9 +11,10 @@ from __future__ import annotations
 from engine.db import Connection
 from engine.errors import InvalidInput
 from engine.retain.claims import held_claims, release_documents
-from engine.retain.documents import load_documents, load_plans, save_plan, save_results
+from engine.retain.documents import load_documents, load_plans, save_plans, save_results
 from engine.retain.payloads import (
     DocumentFailure,
+    DocumentInput,
     DocumentOutcome,
     PlannedDocument,
     PlanRequest,
@@ -27,23 +28,26 @@ from engine.retain.upsert import upsert_documents
 
 
 async def plan_batch(conn: Connection, request: PlanRequest) -> PlanResult:
-    """Plan each document and stage its plan; returns how many chunks each must extract."""
+    """Plan the documents and stage their plans; returns how many chunks each must extract."""
     documents = await load_documents(conn, request.source, request.operation_id, request.seqs)
-    planned: list[PlannedDocument] = []
     failed: list[DocumentFailure] = []
+    valid: list[tuple[int, DocumentInput]] = []
     for seq in request.seqs:
         document = documents[seq]
         if isinstance(document, InvalidInput):
             failed.append(DocumentFailure(seq, "", str(document)))
-            continue
-        [plan] = (
-            await plan_documents(
-                conn, request.bank_id, request.operation_id, [document], request.chunk_size
-            )
-        ).documents
-        chunks = await save_plan(conn, request.operation_id, seq, request.bank_id, plan)
-        planned.append(PlannedDocument(seq, chunks))
-    return PlanResult(planned, failed)
+        else:
+            valid.append((seq, document))
+    plan = await plan_documents(
+        conn,
+        request.bank_id,
+        request.operation_id,
+        [document for _, document in valid],
+        request.chunk_size,
+    )
+    plans = [(seq, p) for (seq, _), p in zip(valid, plan.documents, strict=True)]
+    chunks = await save_plans(conn, request.operation_id, request.bank_id, plans)
+    return PlanResult([PlannedDocument(seq, chunks[seq]) for seq, _ in plans], failed)
 
 
 async def upsert_batch(conn: Connection, job: UpsertBatch) -> UpsertBatchResult:
