@@ -109,7 +109,9 @@ class RetainWorkflow:
             refs: list[DocumentRef], outcome: BatchResult | ChildWorkflowError
         ) -> None:
             if isinstance(outcome, ChildWorkflowError):
-                raise outcome
+                # Recorded, not raised: the other batches finish before the operation ends.
+                self._failures += [f"{r.document_id}: {error_message(outcome)}" for r in refs]
+                return
             for done in outcome.done:
                 r = done.result
                 self._documents_done += 1

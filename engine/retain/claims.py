@@ -5,7 +5,7 @@ transaction that stores it. A document claimed by another open operation is queu
 `document_waiters`; its writer is told when the claim is released (the workflow signals the
 waiters the release returns) and claims again. Waiters are served oldest first, so the writes
 of one document apply in the order they queued and the last one wins. A claim whose operation
-has ended (its workflow terminated, say) is stale and taken over.
+has ended or is gone (its workflow terminated, its bank deleted) is stale and taken over.
 
 Claim and release take a transaction-level advisory lock per document, so a release always
 sees a waiter that queued before it: no wake-up is lost. Locks are taken in document order.
@@ -24,7 +24,7 @@ _HOLDERS = f"""
 SELECT c.document_id, c.operation_id FROM document_claims c
 LEFT JOIN operations o ON o.operation_id = c.operation_id
 WHERE c.bank_id = $1 AND c.document_id = ANY($2::text[])
-  AND coalesce(o.status, 'running') NOT IN {_TERMINAL}
+  AND o.status IS NOT NULL AND o.status NOT IN {_TERMINAL}
 """
 
 # Documents with live waiters of other operations queued before this workflow (any, where it
@@ -36,7 +36,7 @@ LEFT JOIN document_waiters mine
        ON mine.bank_id = w.bank_id AND mine.document_id = w.document_id
       AND mine.workflow_id = $4
 WHERE w.bank_id = $1 AND w.document_id = ANY($2::text[]) AND w.operation_id <> $3
-  AND coalesce(o.status, 'running') NOT IN {_TERMINAL}
+  AND o.status IS NOT NULL AND o.status NOT IN {_TERMINAL}
   AND w.queued_at < coalesce(mine.queued_at, 'infinity')
 """
 
@@ -108,6 +108,12 @@ async def claim_documents(
         await conn.execute(_UNQUEUE, bank_id, claimed, workflow_id)
         await conn.execute(_QUEUE, bank_id, busy, workflow_id, operation_id)
     return claimed, busy
+
+
+async def lock_claims(conn: Connection, bank_id: str, document_ids: list[str]) -> None:
+    """Hold the documents' claim locks to the end of the caller's transaction, so that no
+    release of their claims (an operation ending) interleaves with it."""
+    await conn.execute(_LOCK_MANY, bank_id, sorted(set(document_ids)))
 
 
 async def held_claims(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from engine.db import Connection
 from engine.errors import InvalidInput
-from engine.retain.claims import held_claims, release_documents
+from engine.retain.claims import held_claims, lock_claims, release_documents
 from engine.retain.documents import load_documents, load_plans, save_plans, save_results
 from engine.retain.payloads import (
     DocumentFailure,
@@ -61,6 +61,9 @@ async def upsert_batch(conn: Connection, job: UpsertBatch) -> UpsertBatchResult:
     async with conn.transaction():
         plans = await load_plans(conn, job.operation_id, job.seqs)
         names = [plans[seq][0].document_id for seq in job.seqs]
+        # Claim locks first, as everywhere (engine/retain/claims.py): an operation ending now
+        # releases these documents after this transaction, never in the middle of it.
+        await lock_claims(conn, job.bank_id, names)
         held = await held_claims(conn, job.bank_id, job.operation_id, names)
         pending: list[tuple[int, UpsertDocument]] = []
         for seq in job.seqs:
