@@ -53,7 +53,7 @@ from engram.temporal_server import TemporalDevServer
 from server.app import create_app
 from server.services import Services
 from worker.main import CPU_THREADS
-from workflows.converter import DATA_CONVERTER
+from workflows.converter import converter_for
 
 DEFAULT_DATA: Final = Path("../shared/data/locomo/locomo10.json")
 TARGET_API_TURNS_PER_S: Final = 100.0
@@ -161,7 +161,7 @@ async def run_both(
     phases: list[Phase] = []
     try:
         temporal = await Client.connect(
-            settings.resolved_temporal_address, data_converter=DATA_CONVERTER
+            settings.resolved_temporal_address, data_converter=converter_for(settings)
         )
         app = create_app(_unused)
         app.state.services = Services(settings, pool, temporal, embedder, cpu)
@@ -241,6 +241,8 @@ def bench(data: Path, numbers: str, batch: int, home: Path, out: Any) -> list[Ph
         )
         env = {
             **os.environ,
+            # The same home, so the worker seals payloads with this process's key.
+            "ENGRAM_HOME": str(home),
             "ENGRAM_DATABASE_URL": postgres.dsn,
             "ENGRAM_TEMPORAL_ADDRESS": temporal.address,
             "ENGRAM_TASK_QUEUE": settings.task_queue,
