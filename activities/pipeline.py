@@ -1,16 +1,15 @@
 """The document pipeline's bookkeeping activities: list, claim, plan, upsert, end.
 
 Each takes ids and small parameters, loads what it needs from staging and calls one engine
-function (engine/retain/pipeline.py, claims.py, documents.py).
+function (engine/retain/pipeline.py, claims.py, documents.py); engine errors become Temporal
+failures in activities/failures.py.
 """
 
 from __future__ import annotations
 
 from temporalio import activity
-from temporalio.exceptions import ApplicationError
 
 from engine.db import Pool
-from engine.errors import NotFound
 from engine.retain.claims import claim_documents, release_operation
 from engine.retain.documents import (
     discard_operation,
@@ -59,19 +58,13 @@ class PipelineActivities:
 
     @activity.defn
     async def plan_documents(self, request: PlanRequest) -> PlanResult:
-        try:
-            async with self._pool.acquire() as conn:
-                return await plan_batch(conn, request)
-        except NotFound as exc:
-            raise ApplicationError(str(exc), type="NotFound", non_retryable=True) from exc
+        async with self._pool.acquire() as conn:
+            return await plan_batch(conn, request)
 
     @activity.defn
     async def upsert_documents(self, job: UpsertBatch) -> UpsertBatchResult:
-        try:
-            async with self._pool.acquire() as conn:
-                return await upsert_batch(conn, job)
-        except NotFound as exc:
-            raise ApplicationError(str(exc), type="NotFound", non_retryable=True) from exc
+        async with self._pool.acquire() as conn:
+            return await upsert_batch(conn, job)
 
     @activity.defn
     async def end_operation(self, end: OperationEnd) -> list[str]:

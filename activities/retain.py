@@ -54,7 +54,9 @@ class RetainActivities:
         extract = self._extractor(job.extraction_mode)
         async with self._pool.acquire() as conn:
             chunks = await load_chunks(conn, job.operation_id, job.slices)
-            batch = ExtractionBatch(job.operation_id, job.extraction_mode, chunks, job.retain_mission)
+            batch = ExtractionBatch(
+                job.operation_id, job.extraction_mode, chunks, job.retain_mission
+            )
             return await stage_extracted(conn, batch, extract)
 
     def _extractor(self, mode: str) -> ChunkExtractorFn:

@@ -151,6 +151,9 @@ SELECT count(*) FROM (
 ) locked
 """
 
+# Entities that lost facts (dropped chunks) are recounted; the others only gained the facts
+# this upsert inserted ($2), so their counts grow by those: a recount of every touched entity
+# read all the mentions of a popular one (thousands) per document, under its row lock.
 _REFRESH_ENTITIES = """
 UPDATE entities e SET
     mention_count = (SELECT count(*) FROM unit_entities ue WHERE ue.entity_id = e.id),
@@ -158,6 +161,18 @@ UPDATE entities e SET
         SELECT max(coalesce(m.occurred_start, m.mentioned_at)) FROM unit_entities ue
         JOIN memory_units m ON m.id = ue.unit_id WHERE ue.entity_id = e.id))
 WHERE e.id = ANY($1::uuid[])
+"""
+_COUNT_ADDED_MENTIONS = """
+UPDATE entities e
+SET mention_count = e.mention_count + a.n, last_seen = greatest(e.last_seen, a.seen)
+FROM (SELECT ue.entity_id, count(*) AS n, max(coalesce(m.occurred_start, m.mentioned_at)) AS seen
+      FROM unit_entities ue JOIN memory_units m ON m.id = ue.unit_id
+      WHERE ue.unit_id = ANY($2::uuid[]) GROUP BY ue.entity_id) a
+WHERE e.id = a.entity_id AND NOT (e.id = ANY($1::uuid[]))
+"""
+_NEW_FACTS = """
+SELECT coalesce(array_agg(u.id), '{}') FROM unnest($1::uuid[]) AS u(id)
+WHERE NOT EXISTS (SELECT 1 FROM memory_units m WHERE m.id = u.id)
 """
 
 DELETE_ORPHAN_ENTITIES = """
@@ -226,11 +241,13 @@ async def upsert_documents(conn: Connection, jobs: list[UpsertDocument]) -> list
         )
         chunk_ids = [c.chunk_id for c in chunks]
         staged = await conn.fetch(_STAGED, bank, documents, chunk_ids)
+        new_facts = await conn.fetchval(_NEW_FACTS, [row["fact_id"] for row in staged])
         links = await _store_units(conn, bank, staged)
         touched = {eid for row in staged for eid in (row["entity_ids"] or [])}
         everything = sorted(touched | set(removed_entities))
         await conn.execute(_LOCK_ENTITIES, everything)
-        await conn.execute(_REFRESH_ENTITIES, everything)
+        await conn.execute(_REFRESH_ENTITIES, removed_entities)
+        await conn.execute(_COUNT_ADDED_MENTIONS, removed_entities, new_facts)
         await conn.execute(DELETE_ORPHAN_ENTITIES, bank, removed_entities)
         operations = sorted({job.operation_id for job in jobs})
         await conn.execute(_CLEAR_STAGED, bank, documents, chunk_ids, operations)
