@@ -13,23 +13,19 @@ from engine.embedding import Embedder
 from engine.errors import InvalidInput
 from engine.extraction.llm import LLMExtractor
 from engine.extraction.local import LocalExtractor
+from engine.retain.documents import load_chunks
 from engine.retain.gate import OrderedGate
 from engine.retain.links import link_staged
 from engine.retain.payloads import (
     ChunkJob,
-    DocumentBatch,
     ExtractionBatch,
+    ExtractionJob,
     LinkOptions,
     OperationUpdate,
-    RetainPlan,
     StagedFacts,
-    UpsertDocument,
-    UpsertResult,
 )
-from engine.retain.plan import plan_documents
 from engine.retain.resolve import resolve_staged_entities
 from engine.retain.staging import chunk_as_fact, embed_staged, stage_extracted
-from engine.retain.upsert import upsert_document
 from engine.store.operations import update_operation
 from engine.types import ExtractedFact, ItemContext
 
@@ -53,16 +49,14 @@ class RetainActivities:
         self._gate = OrderedGate(cpu_slots)
 
     @activity.defn
-    async def plan_retain(self, batch: DocumentBatch) -> RetainPlan:
+    async def extract_facts(self, job: ExtractionJob) -> StagedFacts:
+        """Extract the planned chunks the job names (loaded from staging) and stage facts."""
+        extract = self._extractor(job.extraction_mode)
         async with self._pool.acquire() as conn:
-            return await plan_documents(
-                conn, batch.bank_id, batch.operation_id, batch.documents, batch.options.chunk_size
+            chunks = await load_chunks(conn, job.operation_id, job.slices)
+            batch = ExtractionBatch(
+                job.operation_id, job.extraction_mode, chunks, job.retain_mission
             )
-
-    @activity.defn
-    async def extract_facts(self, batch: ExtractionBatch) -> StagedFacts:
-        extract = self._extractor(batch.extraction_mode)
-        async with self._pool.acquire() as conn:
             return await stage_extracted(conn, batch, extract)
 
     def _extractor(self, mode: str) -> ChunkExtractorFn:
@@ -100,11 +94,6 @@ class RetainActivities:
     @activity.defn
     async def link_facts(self, options: LinkOptions) -> int:
         return await link_staged(self._pool, self._cpu, options)
-
-    @activity.defn
-    async def upsert_document(self, job: UpsertDocument) -> UpsertResult:
-        async with self._pool.acquire() as conn:
-            return await upsert_document(conn, job)
 
     @activity.defn
     async def update_operation(self, update: OperationUpdate) -> None:

@@ -6,26 +6,27 @@ import hashlib
 import json
 import uuid
 from datetime import UTC, date, datetime
+from typing import Any
 
 from temporalio.client import WorkflowFailureError, WorkflowHandle
 from temporalio.common import WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
 from engine.errors import InvalidInput, OperationFailed
-from engine.retain.payloads import (
-    DocumentInput,
-    RetainItem,
-    RetainOptions,
-    RetainRequest,
-    RetainResult,
-)
-from engine.settings import Settings
-from engine.store.banks import Bank, ensure_bank
-from engine.store.operations import Operation, register_operation
+from engine.retain.documents import stage_documents
+from engine.retain.options import retain_options
+from engine.retain.payloads import DocumentInput, RetainItem, RetainRequest, RetainResult
+from engine.store.banks import ensure_bank
+from engine.store.operations import Operation, get_operation, register_operation
 from server.lifecycle import ensure_lifecycle_schedule
 from server.schemas import EntityHint, RetainIn
 from server.services import Services
 from workflows.retain import RetainWorkflow, error_message
+
+# Item timestamps accepted: a year of margin inside what datetime can hold, so resolving a
+# relative date ("next year", "last year") against one cannot overflow.
+EARLIEST = datetime(2, 1, 1, tzinfo=UTC)
+LATEST = datetime(9998, 12, 31, 23, 59, 59, tzinfo=UTC)
 
 
 def parse_timestamp(raw: str | None, field: str, now: datetime) -> datetime | None:
@@ -42,7 +43,19 @@ def parse_timestamp(raw: str | None, field: str, now: datetime) -> datetime | No
         except ValueError as exc:
             raise InvalidInput(field, f"is not an ISO-8601 date or datetime: {raw!r}") from exc
         value = datetime(day.year, day.month, day.day)
-    return value if value.tzinfo else value.replace(tzinfo=UTC)
+    value = value if value.tzinfo else value.replace(tzinfo=UTC)
+    # Every date the pipeline stores or computes from this one must stay inside what Python
+    # and PostgreSQL can hold: 9999-12-31T23:59:59-12:00 is year 10000 in UTC, which used to be
+    # staged, then break the link step of every later retain into the bank.
+    try:
+        utc = value.astimezone(UTC)
+    except OverflowError as exc:
+        raise InvalidInput(field, f"is out of range: {raw!r}") from exc
+    if not EARLIEST <= utc <= LATEST:
+        raise InvalidInput(
+            field, f"must be between {EARLIEST.date()} and {LATEST.date()} (UTC): {raw!r}"
+        )
+    return value
 
 
 def derived_document_id(item: RetainItem) -> str:
@@ -52,20 +65,8 @@ def derived_document_id(item: RetainItem) -> str:
     return "auto-" + hashlib.sha256(raw.encode()).hexdigest()[:24]
 
 
-def extraction_mode(bank: Bank, settings: Settings) -> str:
-    mode = bank.config.extraction_mode or settings.default_extraction_mode
-    if mode == "llm" and not settings.llm.configured:
-        raise InvalidInput(
-            "extraction_mode",
-            "the bank asks for llm extraction but no LLM key is configured "
-            "(set ENGRAM_LLM_API_KEY or choose local)",
-        )
-    return mode
-
-
-def build_request(
-    bank: Bank, settings: Settings, body: RetainIn, operation_id: str, now: datetime
-) -> RetainRequest:
+def build_documents(body: RetainIn, now: datetime) -> list[DocumentInput]:
+    """The request's items grouped by document id (validated; a 4xx names the field)."""
     groups: dict[str, list[RetainItem]] = {}
     modes: dict[str, str] = {}
     explicit: dict[str, bool] = {}
@@ -90,19 +91,7 @@ def build_request(
                 f"items[{index}].update_mode",
                 f"conflicts with another item of document {document_id!r}",
             )
-    config = bank.config
-    mode = extraction_mode(bank, settings)
-    options = RetainOptions(
-        extraction_mode=mode,  # type: ignore[arg-type]
-        chunk_size=config.chunk_size,
-        retain_mission=config.retain_mission,
-        enable_entity_links=config.enable_entity_links,
-        enable_semantic_links=config.enable_semantic_links,
-        enable_temporal_links=config.enable_temporal_links,
-        enable_causal_links=config.enable_causal_links,
-        enable_observations=config.enable_observations,
-    )
-    documents = [
+    return [
         DocumentInput(
             document_id=doc_id,
             items=items,
@@ -111,7 +100,6 @@ def build_request(
         )
         for doc_id, items in groups.items()
     ]
-    return RetainRequest(bank.bank_id, operation_id, documents, options)
 
 
 def request_hash(bank_id: str, body: RetainIn) -> str:
@@ -131,12 +119,19 @@ async def submit_retain(
     now = datetime.now(UTC)
     operation_id = body.operation_id or str(uuid.uuid4())
     workflow_id = retain_workflow_id(bank_id, operation_id)
-    async with services.pool.acquire() as conn:
+    documents = build_documents(body, now)
+    # The items are staged with the operation, in one transaction: the workflow's input and
+    # results carry ids and counts only, whatever the size of the items.
+    async with services.pool.acquire() as conn, conn.transaction():
         bank = await ensure_bank(conn, bank_id)
-        request = build_request(bank, services.settings, body, operation_id, now)
-        operation, _ = await register_operation(
+        options = retain_options(bank, services.settings)
+        operation, created = await register_operation(
             conn, operation_id, bank_id, "retain", workflow_id, request_hash(bank_id, body)
         )
+        if created:
+            await stage_documents(conn, operation_id, bank_id, documents)
+    items = sum(len(d.items) for d in documents)
+    request = RetainRequest(bank_id, operation_id, len(documents), items, options)
     await ensure_lifecycle_schedule(services, bank)
     # Starting is attempted even for a known operation: if the first attempt registered the
     # operation but could not reach Temporal, the retry starts it; otherwise the workflow id
@@ -156,9 +151,18 @@ async def submit_retain(
 
 
 async def wait_retain(
-    operation_id: str, handle: WorkflowHandle[RetainWorkflow, RetainResult]
-) -> RetainResult:
+    services: Services,
+    operation: Operation,
+    handle: WorkflowHandle[RetainWorkflow, RetainResult],
+) -> dict[str, Any]:
+    """The finished operation's result: totals and document ids (read from its row, as the
+    ids of a large request would not fit a workflow result)."""
     try:
-        return await handle.result()
+        await handle.result()
     except WorkflowFailureError as exc:
-        raise OperationFailed(operation_id, f"retain failed: {error_message(exc.cause)}") from exc
+        raise OperationFailed(
+            operation.operation_id, f"retain failed: {error_message(exc.cause)}"
+        ) from exc
+    async with services.pool.acquire() as conn:
+        done = await get_operation(conn, operation.bank_id, operation.operation_id)
+    return dict(done.result or {})

@@ -23,6 +23,7 @@ from activities.failures import FailureInterceptor
 from activities.imports import ImportActivities
 from activities.lifecycle import LifecycleActivities
 from activities.mental_models import MentalModelActivities
+from activities.pipeline import PipelineActivities
 from activities.reflect import ReflectActivities
 from activities.retain import RetainActivities
 from engine.db import Pool, create_pool, migrate
@@ -41,11 +42,12 @@ from worker.metrics import ActivityMetrics, MetricsInterceptor, SDKMetricsProxy
 from worker.schedules import ensure_schedules
 from workflows.consolidation import ConsolidationSweepWorkflow, ConsolidationWorkflow
 from workflows.converter import converter_for
-from workflows.imports import ImportDocumentWorkflow, ImportWorkflow
+from workflows.imports import ImportWorkflow
 from workflows.lifecycle import LifecycleWorkflow
 from workflows.mental_models import MentalModelRefreshWorkflow, MentalModelTriggerWorkflow
+from workflows.pipeline import DocumentBatchWorkflow
 from workflows.reflect import ReflectWorkflow
-from workflows.retain import DocumentRetainWorkflow, RetainWorkflow
+from workflows.retain import RetainWorkflow
 
 log = logging.getLogger("engram.worker")
 
@@ -58,9 +60,8 @@ MAX_CONCURRENT_ACTIVITIES = 32
 
 WORKFLOWS: Sequence[type] = (
     RetainWorkflow,
-    DocumentRetainWorkflow,
+    DocumentBatchWorkflow,
     ImportWorkflow,
-    ImportDocumentWorkflow,
     ConsolidationWorkflow,
     ConsolidationSweepWorkflow,
     MentalModelRefreshWorkflow,
@@ -90,6 +91,7 @@ def activities_of(services: WorkerServices) -> list[Any]:
         cpu_slots=CPU_THREADS,
     )
     imports = ImportActivities(services.pool)
+    pipeline = PipelineActivities(services.pool)
     consolidation = ConsolidationActivities(
         services.pool, services.embedder, services.cpu, services.llm
     )
@@ -110,16 +112,16 @@ def activities_of(services: WorkerServices) -> list[Any]:
         lifecycle.begin_lifecycle,
         lifecycle.lifecycle_batch,
         lifecycle.finish_lifecycle,
-        retain.plan_retain,
+        pipeline.list_documents,
+        pipeline.claim_documents,
+        pipeline.plan_documents,
         retain.extract_facts,
         retain.embed_facts,
         retain.resolve_entities,
         retain.link_facts,
-        retain.upsert_document,
+        pipeline.upsert_documents,
+        pipeline.end_operation,
         retain.update_operation,
-        imports.list_import_documents,
-        imports.plan_import_document,
-        imports.upsert_import_document,
         imports.finish_import,
         consolidation.begin_consolidation,
         consolidation.consolidate_batch,

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import TypedDict
 
 from temporalio.common import RetryPolicy
 
@@ -20,6 +21,21 @@ class ActivityPolicy:
     start_to_close: timedelta
     retry: RetryPolicy
     heartbeat: timedelta = HEARTBEAT_TIMEOUT
+
+
+class ActivityOptions(TypedDict):
+    start_to_close_timeout: timedelta
+    retry_policy: RetryPolicy
+    heartbeat_timeout: timedelta
+
+
+def options(policy: ActivityPolicy) -> ActivityOptions:
+    """The keyword arguments of `workflow.execute_activity*` for a named policy."""
+    return {
+        "start_to_close_timeout": policy.start_to_close,
+        "retry_policy": policy.retry,
+        "heartbeat_timeout": policy.heartbeat,
+    }
 
 
 _FAST_RETRY = RetryPolicy(
@@ -70,13 +86,33 @@ REFLECT_TOOL = ActivityPolicy(
 # Bookkeeping of operation status; must not be the reason a retain fails.
 BOOKKEEPING = ActivityPolicy(timedelta(seconds=30), _FAST_RETRY)
 
-# Fan-out bounds: chunks per extraction activity, facts per embedding or linking activity,
-# child workflows running at once per request, and documents per child when ids are derived.
-EXTRACT_BATCH = 4
-EMBED_BATCH = 128
-LINK_BATCH = 64
-MAX_PARALLEL_CHILDREN = 8
-IMPLICIT_DOCUMENTS_PER_CHILD = 32
-# How long a retain waits between attempts to start a document that another retain is
-# still writing (per-document workflow ids serialise them).
-DOCUMENT_BUSY_WAIT = timedelta(seconds=1)
+# Fan-out bounds of the document pipeline (workflows/pipeline.py).
+# Chunks per extract_facts call. Every activity costs Temporal history events and server CPU
+# (~68 ms of dev-server CPU each, measured on a LoCoMo import): with 4 per call LoCoMo made 154
+# calls and the server spent 18.8 CPU s, with 16, 43 calls and 11.2-11.7 CPU s. The chunks of
+# one call are still extracted concurrently in the CPU pool.
+EXTRACT_BATCH = 16
+# Facts per embed_facts call. One call runs its model batches through the worker's ordered
+# gate in its batch's order; a few large calls keep the worker's activity slots free for other
+# batches' link and upsert steps (with one call per 128 facts, calls waiting their turn filled
+# all 32 slots and the first document could not link until the last one had embedded).
+EMBED_BATCH = 1024
+# Facts per link_facts call. Each call first loads the bank's in-flight staged facts (up to
+# links.IN_FLIGHT_LIMIT), so linking in large batches pays that fixed cost less often. LoCoMo:
+# 256 took 61 calls and 239 s of activity time, 1024 took 19 calls and 108 s (loaded machine).
+LINK_BATCH = 1024
+# Facts per resolve_entities call (one transaction each).
+RESOLVE_BATCH = 1024
+# Documents per batch workflow, and items (or import records) per batch: many small documents
+# share one batch's activities (six activities per batch, not per document); a large one
+# fills a batch alone.
+BATCH_DOCUMENTS = 64
+BATCH_RECORDS = 256
+# Batch workflows running at once per operation.
+MAX_PARALLEL_BATCHES = 8
+# Staged document references fetched per activity call.
+PAGE = 256
+# A writer waiting for a document another write holds is signalled when it is released; it
+# also looks again after this long, which only matters if the holder's workflow was
+# terminated without releasing (its claim is then stale, engine/retain/claims.py).
+CLAIM_RECHECK = timedelta(seconds=30)

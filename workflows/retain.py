@@ -1,7 +1,10 @@
-"""RetainWorkflow (one per request) and DocumentRetainWorkflow (one per document at a time).
+"""RetainWorkflow: one per retain request, its documents taken through the shared pipeline.
 
-A child workflow's id names its document, so two retains of the same document never run at
-once: the second waits until the first has finished, then applies its own version.
+The server stages the request's documents (engine/retain/documents.py) before starting it;
+the workflow pages through their references and runs them in batches
+(workflows/pipeline.py), so many small documents share a handful of activities and no
+payload carries memory text. One document failing fails the request (the caller sent it as
+one); whatever the outcome, the operation's staging is discarded and its documents released.
 """
 
 from __future__ import annotations
@@ -9,70 +12,31 @@ from __future__ import annotations
 import asyncio
 
 from temporalio import workflow
-from temporalio.exceptions import ActivityError, ChildWorkflowError, WorkflowAlreadyStartedError
+from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflowError
 
 with workflow.unsafe.imports_passed_through():
+    from activities.pipeline import PipelineActivities
     from activities.retain import RetainActivities
     from engine.retain.payloads import (
-        DocumentBatch,
-        ExtractionBatch,
-        LinkOptions,
+        BatchJob,
+        BatchResult,
+        DocumentPage,
+        DocumentRef,
+        EndStatus,
+        OperationEnd,
         OperationUpdate,
-        RetainPlan,
         RetainRequest,
         RetainResult,
-        StagedFacts,
-        UpsertDocument,
-        UpsertResult,
     )
     from workflows import policies
+    from workflows.policies import options
 
 from workflows.consolidation import SETTLE_AFTER_RETAIN, request_consolidation
+from workflows.pipeline import run_batches, signal_released
 
 
-def document_workflow_id(bank_id: str, document_id: str) -> str:
-    return f"retain-doc:{bank_id}:{document_id}"
-
-
-def split_batches(request: RetainRequest) -> list[DocumentBatch]:
-    """One child per explicit document id; derived ids are grouped, nobody else writes them."""
-    batches: list[DocumentBatch] = []
-    implicit = [d for d in request.documents if not d.explicit_id]
-    for document in request.documents:
-        if document.explicit_id:
-            batches.append(
-                DocumentBatch(request.bank_id, request.operation_id, [document], request.options)
-            )
-    size = policies.IMPLICIT_DOCUMENTS_PER_CHILD
-    for start in range(0, len(implicit), size):
-        batches.append(
-            DocumentBatch(
-                request.bank_id,
-                request.operation_id,
-                implicit[start : start + size],
-                request.options,
-            )
-        )
-    return batches
-
-
-def child_id(batch: DocumentBatch, index: int) -> str:
-    if len(batch.documents) == 1 and batch.documents[0].explicit_id:
-        return document_workflow_id(batch.bank_id, batch.documents[0].document_id)
-    return f"retain-batch:{batch.bank_id}:{batch.operation_id}:{index}"
-
-
-def total(operation_id: str, results: list[RetainResult]) -> RetainResult:
-    return RetainResult(
-        operation_id=operation_id,
-        documents=sum(r.documents for r in results),
-        facts_added=sum(r.facts_added for r in results),
-        facts_removed=sum(r.facts_removed for r in results),
-        chunks_added=sum(r.chunks_added for r in results),
-        chunks_removed=sum(r.chunks_removed for r in results),
-        links_added=sum(r.links_added for r in results),
-        document_ids=[d for r in results for d in r.document_ids],
-    )
+class DocumentsFailed(Exception):
+    """Some documents of the request could not be stored (the first reason is named)."""
 
 
 def error_message(exc: BaseException) -> str:
@@ -88,6 +52,8 @@ class RetainWorkflow:
         self._documents_total = 0
         self._documents_done = 0
         self._facts = 0
+        self._totals = [0, 0, 0, 0, 0]  # facts added/removed, chunks added/removed, links
+        self._failures: list[str] = []
 
     @workflow.query
     def progress(self) -> dict[str, int]:
@@ -99,45 +65,35 @@ class RetainWorkflow:
 
     @workflow.run
     async def run(self, request: RetainRequest) -> RetainResult:
-        self._documents_total = len(request.documents)
-        await self._update(OperationUpdate(request.operation_id, "running", self.progress()))
+        self._documents_total = request.documents_total
         try:
-            results = await self._run_children(request)
+            await self._update(OperationUpdate(request.operation_id, "running", self.progress()))
+            await self._run_batches(request)
+            if self._failures:
+                raise DocumentsFailed(
+                    f"{len(self._failures)} of {self._documents_total} documents failed"
+                    f" (first: {self._failures[0]})"
+                )
         except asyncio.CancelledError:
-            await self._update(
-                OperationUpdate(
-                    request.operation_id, "cancelled", self.progress(), None, "cancelled"
-                )
-            )
+            await self._end(request, "cancelled", "cancelled")
             raise
-        except (ActivityError, ChildWorkflowError) as exc:
-            await self._update(
-                OperationUpdate(
-                    request.operation_id, "failed", self.progress(), None, error_message(exc)
-                )
-            )
-            raise
-        result = total(request.operation_id, results)
-        await self._update(
-            OperationUpdate(
-                request.operation_id,
-                "completed",
-                self.progress(),
-                {
-                    "documents": result.documents,
-                    "facts_added": result.facts_added,
-                    "facts_removed": result.facts_removed,
-                    "chunks_added": result.chunks_added,
-                    "chunks_removed": result.chunks_removed,
-                    "links_added": result.links_added,
-                    "document_ids": result.document_ids,
-                },
-            )
-        )
-        changed = result.facts_added > 0 or result.facts_removed > 0
-        if workflow.patched("consolidate-after-retain") and changed:
+        except (ActivityError, ChildWorkflowError, DocumentsFailed) as exc:
+            await self._end(request, "failed", error_message(exc))
+            raise ApplicationError(error_message(exc), non_retryable=True) from exc
+        await self._end(request, "completed", None)
+        added, removed, chunks_added, chunks_removed, links = self._totals
+        if workflow.patched("consolidate-after-retain") and (added > 0 or removed > 0):
             await self._consolidate(request)
-        return result
+        # The document ids are in the operation's result (they may be many).
+        return RetainResult(
+            request.operation_id,
+            self._documents_done,
+            added,
+            removed,
+            chunks_added,
+            chunks_removed,
+            links,
+        )
 
     async def _consolidate(self, request: RetainRequest) -> None:
         """Turn the new facts into observations: the bank's consolidation runs on its own
@@ -145,144 +101,61 @@ class RetainWorkflow:
         if request.options.enable_observations:
             await request_consolidation(request.bank_id, "retain", SETTLE_AFTER_RETAIN)
 
-    async def _run_children(self, request: RetainRequest) -> list[RetainResult]:
-        batches = split_batches(request)
-        slots = asyncio.Semaphore(policies.MAX_PARALLEL_CHILDREN)
+    async def _run_batches(self, request: RetainRequest) -> None:
+        def job_of(refs: list[DocumentRef]) -> BatchJob:
+            return BatchJob(request.bank_id, request.operation_id, "retain", refs, request.options)
 
-        async def run_one(index: int, batch: DocumentBatch) -> RetainResult:
-            async with slots:
-                result = await self._run_child(batch, child_id(batch, index))
-            self._documents_done += result.documents
-            self._facts += result.facts_added
+        async def on_done(
+            refs: list[DocumentRef], outcome: BatchResult | ChildWorkflowError
+        ) -> None:
+            if isinstance(outcome, ChildWorkflowError):
+                # Recorded, not raised: the other batches finish before the operation ends.
+                self._failures += [f"{r.document_id}: {error_message(outcome)}" for r in refs]
+                return
+            for done in outcome.done:
+                r = done.result
+                self._documents_done += 1
+                self._facts += r.facts_added
+                for i, value in enumerate(
+                    (
+                        r.facts_added,
+                        r.facts_removed,
+                        r.chunks_added,
+                        r.chunks_removed,
+                        r.links_added,
+                    )
+                ):
+                    self._totals[i] += value
+            self._failures += [f"{f.document_id}: {f.message}" for f in outcome.failed]
             await self._update(OperationUpdate(request.operation_id, "running", self.progress()))
-            return result
 
-        return list(await asyncio.gather(*(run_one(i, b) for i, b in enumerate(batches))))
-
-    async def _run_child(self, batch: DocumentBatch, workflow_id: str) -> RetainResult:
+        after = -1
         while True:
-            try:
-                return await workflow.execute_child_workflow(
-                    DocumentRetainWorkflow.run, batch, id=workflow_id
-                )
-            except WorkflowAlreadyStartedError:
-                # Another retain is writing this document: wait for it, then apply ours.
-                await workflow.sleep(policies.DOCUMENT_BUSY_WAIT)
+            refs: list[DocumentRef] = await workflow.execute_activity_method(
+                PipelineActivities.list_documents,
+                DocumentPage("retain", request.operation_id, after, policies.PAGE),
+                **options(policies.DATABASE),
+            )
+            if not refs:
+                return
+            await run_batches(job_of, refs, request.documents_total, on_done)
+            after = refs[-1].seq
+
+    async def _end(self, request: RetainRequest, status: EndStatus, error: str | None) -> None:
+        waiters: list[str] = await workflow.execute_activity_method(
+            PipelineActivities.end_operation,
+            OperationEnd(
+                request.operation_id,
+                status,
+                self.progress(),
+                error,
+                result_from_documents=status == "completed",
+            ),
+            **options(policies.BOOKKEEPING),
+        )
+        await signal_released(waiters)
 
     async def _update(self, update: OperationUpdate) -> None:
         await workflow.execute_activity_method(
-            RetainActivities.update_operation,
-            update,
-            start_to_close_timeout=policies.BOOKKEEPING.start_to_close,
-            retry_policy=policies.BOOKKEEPING.retry,
-            heartbeat_timeout=policies.BOOKKEEPING.heartbeat,
+            RetainActivities.update_operation, update, **options(policies.BOOKKEEPING)
         )
-
-
-@workflow.defn
-class DocumentRetainWorkflow:
-    @workflow.run
-    async def run(self, batch: DocumentBatch) -> RetainResult:
-        plan: RetainPlan = await workflow.execute_activity_method(
-            RetainActivities.plan_retain,
-            batch,
-            start_to_close_timeout=policies.DATABASE.start_to_close,
-            retry_policy=policies.DATABASE.retry,
-            heartbeat_timeout=policies.DATABASE.heartbeat,
-        )
-        chunks = [chunk for doc in plan.documents for chunk in doc.new_chunks]
-        size = policies.EXTRACT_BATCH
-        extracted = await asyncio.gather(
-            *(
-                workflow.execute_activity_method(
-                    RetainActivities.extract_facts,
-                    ExtractionBatch(
-                        batch.operation_id,
-                        batch.options.extraction_mode,
-                        chunks[start : start + size],
-                        batch.options.retain_mission,
-                    ),
-                    start_to_close_timeout=policies.EXTRACT.start_to_close,
-                    retry_policy=policies.EXTRACT.retry,
-                    heartbeat_timeout=policies.EXTRACT.heartbeat,
-                )
-                for start in range(0, len(chunks), size)
-            )
-        )
-        fact_ids = [fid for staged in extracted for fid in staged.fact_ids]
-        await self._in_batches(fact_ids, batch, policies.EMBED_BATCH, "embed")
-        if fact_ids:
-            await workflow.execute_activity_method(
-                RetainActivities.resolve_entities,
-                StagedFacts(batch.bank_id, batch.operation_id, fact_ids),
-                start_to_close_timeout=policies.DATABASE.start_to_close,
-                retry_policy=policies.DATABASE.retry,
-                heartbeat_timeout=policies.DATABASE.heartbeat,
-            )
-        await self._in_batches(fact_ids, batch, policies.LINK_BATCH, "link")
-        items = {doc.document_id: doc for doc in batch.documents}
-        results: list[UpsertResult] = []
-        for doc_plan in plan.documents:
-            document = items[doc_plan.document_id]
-            results.append(
-                await workflow.execute_activity_method(
-                    RetainActivities.upsert_document,
-                    UpsertDocument(
-                        batch.bank_id,
-                        batch.operation_id,
-                        doc_plan,
-                        document.items,
-                        document.update_mode,
-                    ),
-                    start_to_close_timeout=policies.DATABASE.start_to_close,
-                    retry_policy=policies.DATABASE.retry,
-                    heartbeat_timeout=policies.DATABASE.heartbeat,
-                )
-            )
-        return RetainResult(
-            operation_id=batch.operation_id,
-            documents=len(results),
-            facts_added=sum(r.facts_added for r in results),
-            facts_removed=sum(r.facts_removed for r in results),
-            chunks_added=sum(r.chunks_added for r in results),
-            chunks_removed=sum(r.chunks_removed for r in results),
-            links_added=sum(r.links_added for r in results),
-            document_ids=[r.document_id for r in results],
-        )
-
-    async def _in_batches(
-        self, fact_ids: list[str], batch: DocumentBatch, size: int, step: str
-    ) -> None:
-        options = batch.options
-        calls = []
-        for start in range(0, len(fact_ids), size):
-            ids = fact_ids[start : start + size]
-            if step == "embed":
-                calls.append(
-                    workflow.execute_activity_method(
-                        RetainActivities.embed_facts,
-                        StagedFacts(batch.bank_id, batch.operation_id, ids),
-                        start_to_close_timeout=policies.EMBED.start_to_close,
-                        retry_policy=policies.EMBED.retry,
-                        heartbeat_timeout=policies.EMBED.heartbeat,
-                    )
-                )
-            else:
-                calls.append(
-                    workflow.execute_activity_method(
-                        RetainActivities.link_facts,
-                        LinkOptions(
-                            batch.bank_id,
-                            batch.operation_id,
-                            ids,
-                            entity=options.enable_entity_links,
-                            semantic=options.enable_semantic_links,
-                            temporal=options.enable_temporal_links,
-                            causal=options.enable_causal_links,
-                        ),
-                        start_to_close_timeout=policies.DATABASE.start_to_close,
-                        retry_policy=policies.DATABASE.retry,
-                        heartbeat_timeout=policies.DATABASE.heartbeat,
-                    )
-                )
-        await asyncio.gather(*calls)

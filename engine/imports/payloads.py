@@ -1,14 +1,14 @@
 """Records that travel between the import route, the import workflows and their activities.
 
 None of them carries document content: documents wait in `import_documents` and are loaded
-by the activity that needs them.
+by the pipeline's steps (engine/retain/documents.py).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from engine.retain.payloads import DocumentPlan, RetainOptions
+from engine.retain.payloads import RetainOptions
 
 
 @dataclass(frozen=True)
@@ -38,46 +38,6 @@ class ImportRequest:
     # Documents per workflow run before it continues as new (about 10 history events each,
     # so a run stays far below Temporal's history limits whatever the import's size).
     documents_per_run: int = 500
-
-
-@dataclass(frozen=True)
-class ImportPage:
-    operation_id: str
-    after_seq: int  # -1 for the first page
-    limit: int
-
-
-@dataclass(frozen=True)
-class StagedDocumentRef:
-    seq: int
-    document_id: str
-    records: int
-
-
-@dataclass(frozen=True)
-class ImportDocumentJob:
-    bank_id: str
-    operation_id: str
-    seq: int
-    document_id: str
-    records: int
-    options: RetainOptions = field(default_factory=RetainOptions)
-
-
-@dataclass(frozen=True)
-class ImportUpsert:
-    bank_id: str
-    operation_id: str
-    seq: int
-    plan: DocumentPlan
-
-
-@dataclass(frozen=True)
-class DocumentProgress:
-    """A document workflow's share of its work done, in thousandths (signalled to the parent)."""
-
-    seq: int
-    permille: int
 
 
 @dataclass(frozen=True)

@@ -5,13 +5,11 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 from engine.db import Connection
-from engine.errors import InvalidInput, NotFound
+from engine.errors import NotFound
 from engine.imports.model import MAX_REPORTED_ERRORS, ParsedImport, RecordError
-from engine.imports.payloads import ImportPage, StagedDocumentRef
-from engine.retain.payloads import RetainItem
+from engine.retain.documents import item_json
 
 # Rows per INSERT when staging: bounds one statement's size for very large imports.
 STAGE_BATCH = 500
@@ -27,27 +25,6 @@ class ImportSummary:
     error_count: int
     errors: list[RecordError]
     created_at: datetime
-
-
-def item_json(item: RetainItem) -> dict[str, Any]:
-    return {
-        "content": item.content,
-        "timestamp": item.timestamp.isoformat() if item.timestamp else None,
-        "context": item.context,
-        "metadata": item.metadata,
-        "tags": item.tags,
-    }
-
-
-def item_from_json(data: dict[str, Any]) -> RetainItem:
-    stamp = data.get("timestamp")
-    return RetainItem(
-        content=data["content"],
-        timestamp=datetime.fromisoformat(stamp) if stamp else None,
-        context=data.get("context", ""),
-        metadata=dict(data.get("metadata", {})),
-        tags=list(data.get("tags", [])),
-    )
 
 
 _IMPORT = """
@@ -94,35 +71,6 @@ async def stage_import(
             [d.records for d in batch],
         )
     return True
-
-
-async def list_staged(conn: Connection, page: ImportPage) -> list[StagedDocumentRef]:
-    rows = await conn.fetch(
-        "SELECT seq, document_id, records FROM import_documents"
-        " WHERE operation_id = $1 AND seq > $2 ORDER BY seq LIMIT $3",
-        page.operation_id,
-        page.after_seq,
-        page.limit,
-    )
-    return [StagedDocumentRef(r["seq"], r["document_id"], r["records"]) for r in rows]
-
-
-async def load_staged(
-    conn: Connection, operation_id: str, seq: int
-) -> tuple[str, list[RetainItem]]:
-    row = await conn.fetchrow(
-        "SELECT document_id, items FROM import_documents WHERE operation_id = $1 AND seq = $2",
-        operation_id,
-        seq,
-    )
-    if row is None:
-        raise NotFound("staged import document", f"{operation_id}#{seq}")
-    try:
-        return row["document_id"], [item_from_json(i) for i in row["items"]]
-    except (KeyError, TypeError, ValueError) as exc:
-        raise InvalidInput(
-            "items", f"staged document {row['document_id']} is corrupt ({exc!r})"
-        ) from exc
 
 
 async def clear_staged(conn: Connection, operation_id: str) -> None:

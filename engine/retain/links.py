@@ -65,14 +65,18 @@ SELECT fact_id::text, document_id, chunk_id, embedding, entity_ids::text[] AS en
        fact->'causes' AS causes, (fact->'_chunk'->>'index')::int AS idx,
        coalesce((fact->>'occurred_start')::timestamptz,
                 (fact->'_chunk'->>'mentioned_at')::timestamptz) AS at
-FROM staged_facts
+FROM staged_facts s
 WHERE bank_id = $1 AND NOT (fact_id = ANY($2)) AND embedding IS NOT NULL
   AND entity_ids IS NOT NULL
+  AND NOT EXISTS (SELECT 1 FROM operations o WHERE o.operation_id = s.operation_id
+                  AND o.status IN ('completed', 'failed', 'cancelled'))
 ORDER BY created_at DESC, fact_id
 LIMIT $3
 """
 # Facts of other documents still in flight (staged, not yet stored) are linked too: without
-# them, documents retained together would never link to each other. Bounded per call.
+# them, documents retained together would never link to each other. Bounded per call. Only
+# facts of operations still open: an ended one's leftovers (its staging is discarded when it
+# ends) must never reach a later run, as a failed run's undecodable fact once did.
 IN_FLIGHT_LIMIT = 2000
 
 # Nearest stored facts of every fact of the batch, one query (the HNSW index per fact).

@@ -1,7 +1,9 @@
 """Records that travel between the API, the retain workflows and their activities.
 
-Large intermediate results (facts, embeddings, entity ids, links) are staged in PostgreSQL
-(`staged_facts`) instead of travelling in payloads, which keeps workflow histories small.
+No payload carries memory text: a request's items wait in `retain_documents` (an import's in
+`import_documents`), plans in `document_plans`, and intermediate results (facts, embeddings,
+entity ids, links) in `staged_facts`; payloads carry ids, counts and options, so their size
+does not grow with the size of an item (engine/retain/documents.py).
 """
 
 from __future__ import annotations
@@ -11,6 +13,9 @@ from datetime import datetime
 from typing import Literal
 
 UpdateMode = Literal["replace", "append"]
+# Where a batch's documents are staged: a retain request or an import.
+Source = Literal["retain", "import"]
+EndStatus = Literal["completed", "failed", "cancelled"]
 
 
 @dataclass(frozen=True)
@@ -47,20 +52,109 @@ class RetainOptions:
 
 @dataclass(frozen=True)
 class RetainRequest:
+    """A retain whose documents are staged (engine/retain/documents.py) under its operation."""
+
     bank_id: str
     operation_id: str
-    documents: list[DocumentInput]
+    documents_total: int
+    items_total: int
     options: RetainOptions = field(default_factory=RetainOptions)
 
 
 @dataclass(frozen=True)
-class DocumentBatch:
-    """Documents one child workflow retains; one document when its id was explicit."""
+class DocumentRef:
+    seq: int
+    document_id: str
+    records: int  # items (retain) or source records (import)
+
+
+@dataclass(frozen=True)
+class DocumentPage:
+    source: Source
+    operation_id: str
+    after_seq: int  # -1 for the first page
+    limit: int
+
+
+@dataclass(frozen=True)
+class BatchJob:
+    """Staged documents that one DocumentBatchWorkflow takes through the pipeline."""
 
     bank_id: str
     operation_id: str
-    documents: list[DocumentInput]
+    source: Source
+    documents: list[DocumentRef]
     options: RetainOptions = field(default_factory=RetainOptions)
+    # Embedding order among concurrent callers, lowest first (engine.retain.gate).
+    priority: int = 0
+
+
+@dataclass(frozen=True)
+class ClaimRequest:
+    bank_id: str
+    operation_id: str
+    workflow_id: str
+    document_ids: list[str]
+
+
+@dataclass(frozen=True)
+class ClaimResult:
+    claimed: list[str]
+    busy: list[str]  # claimed by another write; this workflow is signalled on release
+
+
+@dataclass(frozen=True)
+class PlanRequest:
+    bank_id: str
+    operation_id: str
+    source: Source
+    seqs: list[int]
+    chunk_size: int
+
+
+@dataclass(frozen=True)
+class PlannedDocument:
+    seq: int
+    new_chunks: int
+
+
+@dataclass(frozen=True)
+class DocumentFailure:
+    seq: int
+    document_id: str
+    message: str
+
+
+@dataclass(frozen=True)
+class PlanResult:
+    planned: list[PlannedDocument]
+    failed: list[DocumentFailure]
+
+
+@dataclass(frozen=True)
+class ChunkSlice:
+    """New chunks [start, stop) of a staged document's plan."""
+
+    seq: int
+    start: int
+    stop: int
+
+
+@dataclass(frozen=True)
+class ExtractionJob:
+    bank_id: str
+    operation_id: str
+    extraction_mode: Literal["llm", "local", "none"]
+    slices: list[ChunkSlice]
+    retain_mission: str = ""
+
+
+@dataclass(frozen=True)
+class UpsertBatch:
+    bank_id: str
+    operation_id: str
+    source: Source
+    seqs: list[int]
 
 
 @dataclass(frozen=True)
@@ -146,7 +240,49 @@ class UpsertResult:
 
 
 @dataclass(frozen=True)
+class DocumentOutcome:
+    seq: int
+    result: UpsertResult
+
+
+@dataclass(frozen=True)
+class UpsertBatchResult:
+    done: list[DocumentOutcome]
+    failed: list[DocumentFailure]
+    waiters: list[str]  # workflows to tell that documents were released
+
+
+@dataclass(frozen=True)
+class BatchResult:
+    done: list[DocumentOutcome]
+    failed: list[DocumentFailure]
+
+
+@dataclass(frozen=True)
+class BatchProgress:
+    """A batch's share of its work done, in thousandths (signalled to its parent)."""
+
+    seqs: list[int]
+    permille: int
+
+
+@dataclass(frozen=True)
+class OperationEnd:
+    """An operation's end: its staging is discarded and its claims released."""
+
+    operation_id: str
+    status: EndStatus
+    progress: dict[str, int] = field(default_factory=dict)
+    error: str | None = None
+    result: dict[str, object] | None = None
+    # Retain: the result is the totals and document ids of the documents' upsert results.
+    result_from_documents: bool = False
+
+
+@dataclass(frozen=True)
 class RetainResult:
+    """Totals; the document ids are in the operation's result (they may be many)."""
+
     operation_id: str
     documents: int
     facts_added: int
@@ -154,7 +290,6 @@ class RetainResult:
     chunks_added: int
     chunks_removed: int
     links_added: int
-    document_ids: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

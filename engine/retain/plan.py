@@ -46,7 +46,10 @@ def chunk_jobs(bank_id: str, document: DocumentInput, chunk_size: int) -> list[C
     return jobs
 
 
-_EXISTING = "SELECT chunk_id, content_hash FROM chunks WHERE bank_id = $1 AND document_id = $2"
+_EXISTING = """
+SELECT document_id, chunk_id, content_hash FROM chunks
+WHERE bank_id = $1 AND document_id = ANY($2::text[])
+"""
 
 
 async def plan_documents(
@@ -57,12 +60,12 @@ async def plan_documents(
     chunk_size: int,
 ) -> RetainPlan:
     plans: list[DocumentPlan] = []
+    stored: dict[str, dict[str, str]] = {}
+    for row in await conn.fetch(_EXISTING, bank_id, [d.document_id for d in documents]):
+        stored.setdefault(row["document_id"], {})[row["chunk_id"]] = row["content_hash"]
     for document in documents:
         jobs = chunk_jobs(bank_id, document, chunk_size)
-        existing = {
-            row["chunk_id"]: row["content_hash"]
-            for row in await conn.fetch(_EXISTING, bank_id, document.document_id)
-        }
+        existing = stored.get(document.document_id, {})
         new = [job for job in jobs if existing.get(job.chunk_id) != job.content_hash]
         kept = [job.chunk_id for job in jobs if existing.get(job.chunk_id) == job.content_hash]
         new_ids = {job.chunk_id for job in new}

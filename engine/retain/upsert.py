@@ -16,7 +16,7 @@ import asyncpg
 from engine.db import Connection
 from engine.lifecycle.on_retain import lifecycle_after_store
 from engine.lifecycle.tombstones import apply_tombstones, blank_passages
-from engine.retain.payloads import UpsertDocument, UpsertResult
+from engine.retain.payloads import ChunkJob, UpsertDocument, UpsertResult
 from engine.text import term_frequencies
 
 _LOCK = "SELECT pg_advisory_xact_lock(hashtextextended($1 || E'\\x1f' || $2, 0))"
@@ -67,15 +67,15 @@ ON CONFLICT (bank_id, chunk_id) DO NOTHING
 # (~15 KB a fact) to the worker and back cost a round trip of ~20 MB per LoCoMo document and
 # the decoding and re-encoding of both.
 _STAGED = """
-SELECT fact_id, fact->>'text' AS text, entity_ids, chunk_id,
+SELECT fact_id, document_id, fact->>'text' AS text, entity_ids, chunk_id,
        (fact->>'source_start')::int AS source_start, (fact->>'source_end')::int AS source_end
 FROM staged_facts
-WHERE bank_id = $1 AND document_id = $2 AND chunk_id = ANY($3::text[])
+WHERE bank_id = $1 AND document_id = ANY($2::text[]) AND chunk_id = ANY($3::text[])
   AND embedding IS NOT NULL
-ORDER BY chunk_id, (fact->'_chunk'->>'index')::int
+ORDER BY document_id, chunk_id, (fact->'_chunk'->>'index')::int
 """
 
-# Staged facts become memory units, in the order given ($3) with their token counts ($4).
+# Staged facts become memory units, in the order given ($2) with their token counts ($3).
 # `details` keeps the non-empty ones of who/what/where/when/why (JSON null, "" and [] are
 # empty, as they were when this was built in Python).
 _UNITS = """
@@ -83,7 +83,7 @@ INSERT INTO memory_units (id, bank_id, document_id, chunk_id, fact_type, text, c
                           occurred_start, occurred_end, mentioned_at, metadata, tags,
                           source_start, source_end, embedding, token_count, token_vectors,
                           importance, strength, valid_from)
-SELECT s.fact_id, $1, $2, s.chunk_id, coalesce(s.fact->>'fact_type', 'world'),
+SELECT s.fact_id, $1, s.document_id, s.chunk_id, coalesce(s.fact->>'fact_type', 'world'),
        s.fact->>'text', coalesce(s.fact->'_chunk'->>'context', ''),
        coalesce((SELECT jsonb_object_agg(k, s.fact->k)
                  FROM unnest(ARRAY['who', 'what', 'where', 'when', 'why']) AS k
@@ -100,7 +100,7 @@ SELECT s.fact_id, $1, $2, s.chunk_id, coalesce(s.fact->>'fact_type', 'world'),
        -- from when it was made); see docs/lifecycle.md
        least(nullif(s.fact->>'occurred_start', '')::timestamptz,
              nullif(s.fact->'_chunk'->>'mentioned_at', '')::timestamptz)
-FROM unnest($3::uuid[], $4::int[]) WITH ORDINALITY AS u(fact_id, token_count, ord)
+FROM unnest($2::uuid[], $3::int[]) WITH ORDINALITY AS u(fact_id, token_count, ord)
 JOIN staged_facts s ON s.fact_id = u.fact_id
 ORDER BY u.ord
 ON CONFLICT (id) DO NOTHING
@@ -133,14 +133,14 @@ WITH given AS (
     SELECT $1, g.f, g.t, g.k, g.w FROM given g
     WHERE EXISTS (SELECT 1 FROM memory_units m WHERE m.id = g.t)
     ON CONFLICT DO NOTHING
-    RETURNING 1
+    RETURNING from_unit
 ), pending AS (
     INSERT INTO pending_links (bank_id, from_unit, to_unit, link_type, weight)
     SELECT $1, g.f, g.t, g.k, g.w FROM given g
     WHERE NOT EXISTS (SELECT 1 FROM memory_units m WHERE m.id = g.t)
     ON CONFLICT DO NOTHING
 )
-SELECT count(*) FROM stored
+SELECT from_unit FROM stored
 """
 
 # Links that waited for these facts (see pending_links) are stored now.
@@ -152,6 +152,7 @@ WITH arrived AS (
 INSERT INTO memory_links (bank_id, from_unit, to_unit, link_type, weight)
 SELECT bank_id, from_unit, to_unit, link_type, weight FROM arrived
 ON CONFLICT DO NOTHING
+RETURNING to_unit
 """
 
 # Entity rows are locked in id order before they are updated (resolve adds aliases in the same
@@ -198,97 +199,143 @@ WHERE m.bank_id = $1 AND m.chunk_id = ANY($2::text[])
 
 _COUNT_FACTS = "SELECT count(*) FROM memory_units WHERE bank_id = $1 AND chunk_id = ANY($2::text[])"
 
+_FACTS_PER_DOCUMENT = """
+SELECT document_id, count(*) FROM memory_units WHERE bank_id = $1 AND chunk_id = ANY($2::text[])
+GROUP BY document_id
+"""
+
+_CLEAR_STAGED = """
+DELETE FROM staged_facts WHERE bank_id = $1 AND document_id = ANY($2::text[])
+  AND (chunk_id = ANY($3::text[]) OR operation_id = ANY($4::text[]))
+"""
+
 
 async def upsert_document(conn: Connection, job: UpsertDocument) -> UpsertResult:
-    plan = job.plan
-    bank = job.bank_id
+    [result] = await upsert_documents(conn, [job])
+    return result
+
+
+async def upsert_documents(conn: Connection, jobs: list[UpsertDocument]) -> list[UpsertResult]:
+    """Store several documents of one bank in one transaction (results in the jobs' order).
+
+    A batch of documents is one transaction with one statement per step, not one per
+    document: round trips and the BM25 statistics triggers run once per batch, and the entity
+    rows nearly every fact names (a conversation's speakers) are locked and recounted once.
+    Locks follow the order above for the whole batch: the documents' advisory locks (in id
+    order), then every dropped fact, then what the inserts take."""
+    if not jobs:
+        return []
+    bank = jobs[0].bank_id
+    documents = [job.plan.document_id for job in jobs]
     async with conn.transaction():
-        await conn.execute(_LOCK, bank, plan.document_id)
-        content = "\n\n".join(item.content for item in job.items)
-        first = job.items[0] if job.items else None
-        stamps = [item.timestamp for item in job.items if item.timestamp is not None]
-        metadata: dict[str, str] = {}
-        tags: list[str] = []
-        for item in job.items:
-            metadata.update(item.metadata)
-            tags += [t for t in item.tags if t not in tags]
-        # What was forgotten is not stored again (engine/lifecycle/tombstones.py).
-        kept = await apply_tombstones(
-            conn,
-            bank,
-            plan.new_chunks,
-            await conn.fetch(
-                _STAGED, bank, plan.document_id, [c.chunk_id for c in plan.new_chunks]
-            ),
-        )
-        await conn.execute(
-            _DOCUMENT,
-            bank,
-            plan.document_id,
-            blank_passages(content, kept.passages),
-            hashlib.sha256(content.encode()).hexdigest(),
-            first.context if first else "",
-            metadata,
-            tags,
-            max(stamps) if stamps else None,
-            job.update_mode == "append",
-        )
-        chunks, staged = kept.chunks, kept.staged
-        removed_entities: list[Any] = list(kept.entity_ids)
-        facts_removed = 0
-        if plan.dropped_chunk_ids:
-            await conn.execute(_LOCK_DROPPED_FACTS, bank, plan.dropped_chunk_ids)
-            removed_entities += [
-                r["entity_id"]
-                for r in await conn.fetch(_ENTITIES_OF_CHUNKS, bank, plan.dropped_chunk_ids)
-            ]
-            facts_removed = await conn.fetchval(_COUNT_FACTS, bank, plan.dropped_chunk_ids)
-            await conn.execute(_DROP_CHUNKS, bank, plan.dropped_chunk_ids)
+        for document_id in sorted(set(documents)):
+            await conn.execute(_LOCK, bank, document_id)
+        dropped = [cid for job in jobs for cid in job.plan.dropped_chunk_ids]
+        if dropped:
+            await conn.execute(_LOCK_DROPPED_FACTS, bank, dropped)
+        removed_entities: list[Any] = []
+        facts_removed: list[int] = []
+        chunks: list[ChunkJob] = []
+        chunk_index: list[int] = []
+        staged: list[asyncpg.Record] = []
+        new_ids = [c.chunk_id for job in jobs for c in job.plan.new_chunks]
+        by_document: dict[str, list[asyncpg.Record]] = {}
+        for row in await conn.fetch(_STAGED, bank, documents, new_ids):
+            by_document.setdefault(row["document_id"], []).append(row)
+        for job in jobs:
+            # What was forgotten is not stored again (engine/lifecycle/tombstones.py).
+            kept = await apply_tombstones(
+                conn, bank, job.plan.new_chunks, by_document.get(job.plan.document_id, [])
+            )
+            removed, gone = await _document_rows(conn, job, kept.passages)
+            facts_removed.append(removed)
+            removed_entities += gone + list(kept.entity_ids)
+            chunks += kept.chunks
+            chunk_index += range(len(kept.chunks))
+            staged += kept.staged
         await conn.execute(
             _CHUNKS,
             bank,
             [c.chunk_id for c in chunks],
             [c.document_id for c in chunks],
-            list(range(len(chunks))),
+            chunk_index,
             [c.text for c in chunks],
             [c.content_hash for c in chunks],
             [c.char_start for c in chunks],
             [c.char_end for c in chunks],
         )
-        chunk_ids = [c.chunk_id for c in plan.new_chunks]
+        chunk_ids = new_ids
         new_facts = await conn.fetchval(_NEW_FACTS, [row["fact_id"] for row in staged])
-        links_added = await _store_units(conn, bank, plan.document_id, staged)
+        links = await _store_units(conn, bank, staged)
         # Supersession and restoring of archived facts (docs/lifecycle.md), same transaction.
         await lifecycle_after_store(conn, bank, [row["fact_id"] for row in staged])
-        touched = sorted({eid for row in staged for eid in (row["entity_ids"] or [])})
-        await conn.execute(_LOCK_ENTITIES, touched + removed_entities)
+        touched = {eid for row in staged for eid in (row["entity_ids"] or [])}
+        everything = sorted(touched | set(removed_entities))
+        await conn.execute(_LOCK_ENTITIES, everything)
         await conn.execute(_REFRESH_ENTITIES, removed_entities)
         await conn.execute(_COUNT_ADDED_MENTIONS, removed_entities, new_facts)
         await conn.execute(DELETE_ORPHAN_ENTITIES, bank, removed_entities)
-        await conn.execute(
-            "DELETE FROM staged_facts WHERE bank_id = $1 AND document_id = $2"
-            " AND (chunk_id = ANY($3::text[]) OR operation_id = $4)",
-            bank,
-            plan.document_id,
-            chunk_ids,
-            job.operation_id,
+        operations = sorted({job.operation_id for job in jobs})
+        await conn.execute(_CLEAR_STAGED, bank, documents, chunk_ids, operations)
+        added: dict[str, int] = {
+            r["document_id"]: r["count"]
+            for r in await conn.fetch(_FACTS_PER_DOCUMENT, bank, chunk_ids)
+        }
+    return [
+        UpsertResult(
+            document_id=job.plan.document_id,
+            facts_added=int(added.get(job.plan.document_id, 0)),
+            facts_removed=removed,
+            chunks_added=len(job.plan.new_chunks),
+            chunks_removed=len(job.plan.dropped_chunk_ids),
+            links_added=links.get(job.plan.document_id, 0),
         )
-        facts_added = await conn.fetchval(_COUNT_FACTS, bank, chunk_ids)
-    return UpsertResult(
-        document_id=plan.document_id,
-        facts_added=int(facts_added),
-        facts_removed=int(facts_removed),
-        chunks_added=len(chunks),
-        chunks_removed=len(plan.dropped_chunk_ids),
-        links_added=links_added,
+        for job, removed in zip(jobs, facts_removed, strict=True)
+    ]
+
+
+async def _document_rows(
+    conn: Connection, job: UpsertDocument, forgotten: list[str]
+) -> tuple[int, list[Any]]:
+    """A document's row (with the `forgotten` passages blanked) and its dropped chunks;
+    returns the facts removed and the entities they named (their counts are refreshed once
+    for the batch)."""
+    plan = job.plan
+    bank = job.bank_id
+    content = "\n\n".join(item.content for item in job.items)
+    first = job.items[0] if job.items else None
+    stamps = [item.timestamp for item in job.items if item.timestamp is not None]
+    metadata: dict[str, str] = {}
+    tags: list[str] = []
+    for item in job.items:
+        metadata.update(item.metadata)
+        tags += [t for t in item.tags if t not in tags]
+    await conn.execute(
+        _DOCUMENT,
+        bank,
+        plan.document_id,
+        blank_passages(content, forgotten),
+        hashlib.sha256(content.encode()).hexdigest(),
+        first.context if first else "",
+        metadata,
+        tags,
+        max(stamps) if stamps else None,
+        job.update_mode == "append",
     )
+    if not plan.dropped_chunk_ids:
+        return 0, []
+    removed_entities = [
+        r["entity_id"] for r in await conn.fetch(_ENTITIES_OF_CHUNKS, bank, plan.dropped_chunk_ids)
+    ]
+    facts_removed = await conn.fetchval(_COUNT_FACTS, bank, plan.dropped_chunk_ids)
+    await conn.execute(_DROP_CHUNKS, bank, plan.dropped_chunk_ids)
+    return int(facts_removed), removed_entities
 
 
-async def _store_units(
-    conn: Connection, bank: str, document_id: str, staged: list[asyncpg.Record]
-) -> int:
+async def _store_units(conn: Connection, bank: str, staged: list[asyncpg.Record]) -> dict[str, int]:
+    """Staged facts (of any documents) into memory; returns the links stored per document."""
     if not staged:
-        return 0
+        return {}
     ids = [row["fact_id"] for row in staged]
     token_counts: list[int] = []
     term_rows: tuple[list[str], list[Any], list[int]] = ([], [], [])
@@ -299,9 +346,17 @@ async def _store_units(
             term_rows[0].append(term)
             term_rows[1].append(row["fact_id"])
             term_rows[2].append(count)
-    await conn.execute(_UNITS, bank, document_id, ids, token_counts)
+    await conn.execute(_UNITS, bank, ids, token_counts)
     await conn.execute(_TERMS, bank, *term_rows)
     await conn.execute(_UNIT_ENTITIES, bank, ids)
-    stored = await conn.fetchval(_LINKS, bank, ids)
-    arrived = await conn.execute(_ARRIVED, ids)
-    return int(stored) + int(arrived.rsplit(" ", 1)[-1])
+    document_of = {row["fact_id"]: row["document_id"] for row in staged}
+    links: dict[str, int] = {}
+    # A stored link counts for its source's document; a link that waited for one of these
+    # facts, for the document of the fact that arrived.
+    for row in await conn.fetch(_LINKS, bank, ids):
+        document = document_of[row["from_unit"]]
+        links[document] = links.get(document, 0) + 1
+    for row in await conn.fetch(_ARRIVED, ids):
+        document = document_of[row["to_unit"]]
+        links[document] = links.get(document, 0) + 1
+    return links

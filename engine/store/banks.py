@@ -188,13 +188,24 @@ async def reset_bank_config(conn: Connection, bank_id: str) -> Bank:
     return _bank(row)
 
 
+# The write pipeline's staging (engine/retain/documents.py, claims.py), by bank.
+_STAGING = (
+    "staged_facts",
+    "retain_documents",
+    "document_plans",
+    "document_claims",
+    "document_waiters",
+)
+
+
 async def delete_bank(conn: Connection, bank_id: str) -> None:
     async with conn.transaction():
         deleted = await conn.fetchval("DELETE FROM banks WHERE bank_id = $1 RETURNING 1", bank_id)
         if deleted is None:
             raise NotFound("bank", bank_id)
         await conn.execute("DELETE FROM bank_term_stats WHERE bank_id = $1", bank_id)
-        await conn.execute("DELETE FROM staged_facts WHERE bank_id = $1", bank_id)
+        for table in _STAGING:
+            await conn.execute(f"DELETE FROM {table} WHERE bank_id = $1", bank_id)
         await conn.execute("DELETE FROM operations WHERE bank_id = $1", bank_id)
 
 

@@ -47,12 +47,11 @@ from engine.imports.model import MAX_REPORTED_ERRORS, ImportOptions, ParsedImpor
 from engine.imports.parse import parse_import
 from engine.imports.payloads import ImportRequest
 from engine.imports.staging import ImportSummary, get_import, stage_import
-from engine.retain.payloads import RetainOptions
-from engine.store.banks import Bank, ensure_bank, get_bank
+from engine.retain.options import retain_options
+from engine.store.banks import ensure_bank, get_bank
 from engine.store.operations import Operation, get_operation, register_operation
 from server.http import check_visible, iso, json_response, path_param, services_of
 from server.lifecycle import ensure_lifecycle_schedule
-from server.retain import extraction_mode
 from server.routes.retain import TERMINAL, WIRE_STATUS, reconcile
 from server.services import Services
 from workflows.imports import ImportWorkflow, import_workflow_id
@@ -124,19 +123,6 @@ def _prepare(raw: bytes, bank_id: str) -> tuple[ImportIn, ParsedImport, str]:
     return body, parsed, digest.hexdigest()
 
 
-def retain_options(bank: Bank, services: Services) -> RetainOptions:
-    config = bank.config
-    return RetainOptions(
-        extraction_mode=extraction_mode(bank, services.settings),  # type: ignore[arg-type]
-        chunk_size=config.chunk_size,
-        retain_mission=config.retain_mission,
-        enable_entity_links=config.enable_entity_links,
-        enable_semantic_links=config.enable_semantic_links,
-        enable_temporal_links=config.enable_temporal_links,
-        enable_causal_links=config.enable_causal_links,
-    )
-
-
 def errors_json(parsed_errors: list[Any]) -> list[dict[str, str]]:
     return [{"position": e.position, "message": e.message} for e in parsed_errors]
 
@@ -156,7 +142,7 @@ async def start_import(request: Request) -> Response:
     workflow_id = import_workflow_id(bank_id, operation_id)
     async with services.pool.acquire() as conn, conn.transaction():
         bank = await ensure_bank(conn, bank_id)
-        options = retain_options(bank, services)
+        options = retain_options(bank, services.settings)
         _, created = await register_operation(
             conn, operation_id, bank_id, "import", workflow_id, fingerprint
         )

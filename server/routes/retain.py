@@ -56,20 +56,17 @@ async def retain(request: Request) -> Response:
     if body.async_:
         # 200, not 202: the reference client treats any other 2xx as "no body".
         return json_response({**base, "async": True})
-    result = await wait_retain(operation.operation_id, handle)
-    return json_response(
-        {
-            **base,
-            "async": False,
-            "documents": result.documents,
-            "document_ids": result.document_ids,
-            "facts_added": result.facts_added,
-            "facts_removed": result.facts_removed,
-            "chunks_added": result.chunks_added,
-            "chunks_removed": result.chunks_removed,
-            "links_added": result.links_added,
-        }
+    result = await wait_retain(services, operation, handle)
+    keys = (
+        "documents",
+        "document_ids",
+        "facts_added",
+        "facts_removed",
+        "chunks_added",
+        "chunks_removed",
+        "links_added",
     )
+    return json_response({**base, "async": False, **{key: result.get(key) for key in keys}})
 
 
 async def reconcile(services: Services, operation: Operation) -> Operation:

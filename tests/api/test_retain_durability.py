@@ -14,11 +14,10 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from activities.failures import FailureInterceptor
-from activities.retain import RetainActivities
+from activities.pipeline import PipelineActivities
 from engine.db import Pool
 from engine.embedding import Embedder
-from engine.extraction.local import LocalExtractor
-from engine.retain.payloads import UpsertDocument, UpsertResult
+from engine.retain.payloads import UpsertBatch, UpsertBatchResult
 from engine.settings import Settings
 from worker.heartbeat import HeartbeatInterceptor
 from worker.main import WORKFLOWS, WorkerServices, activities_of
@@ -61,18 +60,18 @@ async def wait_done(api: httpx.AsyncClient, bank: str, op: str, timeout: float) 
 def flaky_worker(
     client: Any, settings: Settings, pool: Pool, embedder: Embedder, cpu: ThreadPoolExecutor
 ) -> Worker:
-    """The production worker, except that upsert_document fails once after committing."""
-    real = RetainActivities(pool, embedder, cpu, LocalExtractor(), None)
+    """The production worker, except that upsert_documents fails once after committing."""
+    real = PipelineActivities(pool)
 
-    @activity.defn(name="upsert_document")
-    async def upsert_then_fail_once(job: UpsertDocument) -> UpsertResult:
-        result = await real.upsert_document(job)
+    @activity.defn(name="upsert_documents")
+    async def upsert_then_fail_once(job: UpsertBatch) -> UpsertBatchResult:
+        result = await real.upsert_documents(job)
         if activity.info().attempt == 1:
             raise RuntimeError("worker lost right after the commit")
         return result
 
     services = WorkerServices(pool, embedder, cpu, None)
-    activities = [a for a in activities_of(services) if a.__name__ != "upsert_document"]
+    activities = [a for a in activities_of(services) if a.__name__ != "upsert_documents"]
     return Worker(
         client,
         task_queue=settings.task_queue,

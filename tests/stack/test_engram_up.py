@@ -157,7 +157,7 @@ def test_engram_up_serves_retains_stops_cleanly_and_resumes(ports: Ports, home: 
         with urllib.request.urlopen(f"http://127.0.0.1:{ports.worker_metrics}/", timeout=10) as r:
             worker_metrics = r.read().decode()
         assert (
-            'engram_activity_finished_total{activity="upsert_document",outcome="ok"}'
+            'engram_activity_finished_total{activity="upsert_documents",outcome="ok"}'
             in worker_metrics
         )
         assert "temporal_" in worker_metrics  # the SDK's own series, re-exposed
