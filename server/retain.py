@@ -11,7 +11,8 @@ from temporalio.client import WorkflowFailureError, WorkflowHandle
 from temporalio.common import WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
-from engine.errors import InvalidInput, OperationFailed
+from engine.errors import InvalidInput, OperationFailed, RequestTooLarge
+from engine.limits import MAX_REQUEST_CHARS
 from engine.retain.payloads import (
     DocumentInput,
     RetainItem,
@@ -22,6 +23,7 @@ from engine.retain.payloads import (
 from engine.settings import Settings
 from engine.store.banks import Bank, ensure_bank
 from engine.store.operations import Operation, register_operation
+from engine.validation import check_instant
 from server.schemas import EntityHint, RetainIn
 from server.services import Services
 from workflows.retain import RetainWorkflow, error_message
@@ -41,7 +43,19 @@ def parse_timestamp(raw: str | None, field: str, now: datetime) -> datetime | No
         except ValueError as exc:
             raise InvalidInput(field, f"is not an ISO-8601 date or datetime: {raw!r}") from exc
         value = datetime(day.year, day.month, day.day)
-    return value if value.tzinfo else value.replace(tzinfo=UTC)
+    return check_instant(value, field)
+
+
+def check_request_size(body: RetainIn) -> None:
+    """Content and context of all items together within MAX_REQUEST_CHARS (a 413)."""
+    total = sum(len(item.text()) + len(item.context or "") for item in body.items)
+    if total > MAX_REQUEST_CHARS:
+        raise RequestTooLarge(
+            "items",
+            f"hold {total} characters of content and context, over the limit of "
+            f"{MAX_REQUEST_CHARS} per request; send fewer items per request or use the import API",
+            "MAX_REQUEST_CHARS",
+        )
 
 
 def derived_document_id(item: RetainItem) -> str:
@@ -62,31 +76,47 @@ def extraction_mode(bank: Bank, settings: Settings) -> str:
     return mode
 
 
+def _identity(item: RetainItem) -> tuple[object, ...]:
+    return (
+        item.content,
+        item.timestamp,
+        item.context,
+        tuple(sorted(item.metadata.items())),
+        tuple(item.entities),
+        tuple(item.tags),
+    )
+
+
 def build_request(
     bank: Bank, settings: Settings, body: RetainIn, operation_id: str, now: datetime
 ) -> RetainRequest:
     groups: dict[str, list[RetainItem]] = {}
     modes: dict[str, str] = {}
     explicit: dict[str, bool] = {}
+    seen: set[tuple[object, ...]] = set()
     for index, raw in enumerate(body.items):
         tags = list(dict.fromkeys([*(raw.tags or []), *(body.document_tags or [])]))
         hints = [h.text if isinstance(h, EntityHint) else h for h in raw.entities or []]
         item = RetainItem(
             content=raw.text(),
-            timestamp=parse_timestamp(raw.timestamp, f"items[{index}].timestamp", now),
+            timestamp=parse_timestamp(raw.timestamp, f"items.{index}.timestamp", now),
             context=raw.context or "",
             metadata=dict(raw.metadata or {}),
             entities=hints,
             tags=tags,
         )
         document_id = raw.document_id or derived_document_id(item)
+        key = (document_id, *_identity(item))
+        if key in seen:  # an item repeated in the same document is stored once
+            continue
+        seen.add(key)
         groups.setdefault(document_id, []).append(item)
         explicit[document_id] = raw.document_id is not None
         if raw.update_mode is not None and (
             modes.setdefault(document_id, raw.update_mode) != raw.update_mode
         ):
             raise InvalidInput(
-                f"items[{index}].update_mode",
+                f"items.{index}.update_mode",
                 f"conflicts with another item of document {document_id!r}",
             )
     config = bank.config
@@ -127,6 +157,7 @@ async def submit_retain(
     services: Services, bank_id: str, body: RetainIn
 ) -> tuple[Operation, WorkflowHandle[RetainWorkflow, RetainResult]]:
     """Register the operation and start its workflow once; a repeat returns the first run."""
+    check_request_size(body)
     now = datetime.now(UTC)
     operation_id = body.operation_id or str(uuid.uuid4())
     workflow_id = retain_workflow_id(bank_id, operation_id)

@@ -9,7 +9,12 @@ from __future__ import annotations
 import asyncio
 
 from temporalio import workflow
-from temporalio.exceptions import ActivityError, ChildWorkflowError, WorkflowAlreadyStartedError
+from temporalio.exceptions import (
+    ActivityError,
+    ChildWorkflowError,
+    WorkflowAlreadyStartedError,
+    is_cancelled_exception,
+)
 
 with workflow.unsafe.imports_passed_through():
     from activities.retain import RetainActivities
@@ -111,9 +116,18 @@ class RetainWorkflow:
             )
             raise
         except (ActivityError, ChildWorkflowError) as exc:
+            # Cancelled while a step ran (e.g. one retrying forever), the step reports the
+            # cancellation as its failure: it reads "cancelled" like any other cancel.
+            cancelled = is_cancelled_exception(exc) and workflow.patched(
+                "retain-cancel-reads-cancelled"
+            )
             await self._update(
                 OperationUpdate(
-                    request.operation_id, "failed", self.progress(), None, error_message(exc)
+                    request.operation_id,
+                    "cancelled" if cancelled else "failed",
+                    self.progress(),
+                    None,
+                    "cancelled" if cancelled else error_message(exc),
                 )
             )
             raise

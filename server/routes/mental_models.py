@@ -16,6 +16,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from engine.errors import InvalidInput
+from engine.limits import MAX_NAME_CHARS
 from engine.mental_models.payloads import Kind
 from engine.mental_models.store import (
     MentalModel,
@@ -46,6 +47,7 @@ from server.http import (
     parse_body,
     path_param,
     services_of,
+    texts_param,
 )
 from server.mental_models import delete_schedule, submit_refresh, sync_schedule
 from server.schemas import Request as Body
@@ -76,9 +78,12 @@ class TriggerIn(Body):
     keep_trace: StrictBool | None = None
 
 
+Name = Annotated[str, Field(max_length=MAX_NAME_CHARS)]
+
+
 class CreateIn(Body):
     id: str | None = None
-    name: str
+    name: Name
     source_query: str | None = None
     tags: list[str] | None = None
     max_tokens: int | None = None
@@ -88,7 +93,7 @@ class CreateIn(Body):
 
 
 class UpdateIn(Body):
-    name: str | None = None
+    name: Name | None = None
     source_query: str | None = None
     max_tokens: int | None = None
     tags: list[str] | None = None
@@ -201,7 +206,7 @@ async def create(request: Request) -> Response:
 
 async def list_all(request: Request) -> Response:
     bank_id = path_param(request, "bank_id")
-    tags = request.query_params.getlist("tags")
+    tags = texts_param(request, "tags")
     tags_match = cast(TagsMatch, choice_param(request, "tags_match", TAGS_MATCH) or "any")
     detail = choice_param(request, "detail", DETAILS) or "metadata"
     kind = cast(Kind | None, choice_param(request, "kind", ("model", "report")))
