@@ -13,7 +13,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -88,7 +88,9 @@ def http(method: str, url: str, body: Any = None, timeout: float = 60) -> tuple[
 def wait_until_ready(process: subprocess.Popen[str], url: str) -> None:
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:
-        assert process.poll() is None, f"engram up exited with {process.returncode}"
+        if process.poll() is not None:
+            out = process.stdout.read() if process.stdout is not None else ""
+            raise AssertionError(f"engram up exited with {process.returncode}: {out}")
         try:
             status, _ = http("GET", url, timeout=2)
             if status == 200:
@@ -207,22 +209,89 @@ def cmdline(pid: int) -> str:
     return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
 
 
-def test_a_dying_child_is_named_and_stops_the_stack(ports: Ports, home: Path) -> None:
+def wait_for(condition: Callable[[], bool], what: str, timeout: float = START_TIMEOUT_S) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.2)
+
+
+def answers(url: str) -> bool:
+    try:
+        return http("GET", url, timeout=5)[0] == 200
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+def child_running(supervisor: int, module: str, other_than: int = -1) -> int | None:
+    found = [p for p in child_pids(supervisor) if f"-m {module}" in cmdline(p)]
+    return next((p for p in found if p != other_than), None)
+
+
+def respawned(process: subprocess.Popen[str], module: str, old: int) -> int | None:
+    """The pid of the child that replaced `old`; None once the supervisor has exited."""
+    deadline = time.monotonic() + 60
+    while process.poll() is None:
+        assert time.monotonic() < deadline, f"the {module} was not restarted"
+        pid = child_running(process.pid, module, old)
+        if pid is not None:
+            return pid
+        time.sleep(0.1)
+    return None
+
+
+def retain_one(api: str, text: str) -> None:
+    body = {"items": [{"content": text, "timestamp": "2024-06-01T10:00:00Z"}]}
+    status, answer = http("POST", f"{api}/v1/default/banks/heal/memories", body, timeout=120)
+    assert status == 200, answer
+
+
+def test_killed_parts_come_back_and_a_crash_loop_stops_the_stack(ports: Ports, home: Path) -> None:
+    api = f"http://127.0.0.1:{ports.api}"
     process = start(ports, home)
     try:
-        wait_until_ready(process, f"http://127.0.0.1:{ports.api}/ready")
-        worker = next(p for p in child_pids(process.pid) if "-m worker" in cmdline(p))
-        os.kill(worker, signal.SIGKILL)
+        wait_until_ready(process, f"{api}/ready")
+        for module in ("worker", "server"):
+            victim = child_running(process.pid, module)
+            assert victim is not None
+            os.kill(victim, signal.SIGKILL)
+            assert respawned(process, module, victim) is not None, module
+            wait_for(lambda: answers(f"{api}/ready"), "/ready after a restart")
+        retain_one(api, "Nadia adopted a cat named Miso after the worker was restarted.")
+
+        postmaster = int((home / "postgres" / "postmaster.pid").read_text().split()[0])
+        os.kill(postmaster, signal.SIGKILL)
+        wait_for(lambda: not answers(f"{api}/ready") or _restarted(home, postmaster), "outage")
+        wait_for(lambda: answers(f"{api}/ready"), "/ready after PostgreSQL came back")
+        wait_for(lambda: answers(f"{api}/v1/default/banks/heal/memories/list"), "a read")
+        retain_one(api, "Omar planted a lemon tree after PostgreSQL was restarted.")
+
+        # Killed again and again, the worker is crash-looping: the stack stops, showing its log.
+        pid = child_running(process.pid, "worker")
+        while pid is not None:
+            os.kill(pid, signal.SIGKILL)
+            pid = respawned(process, "worker", pid)
         out, _ = process.communicate(timeout=90)
     finally:
         if process.poll() is None:
             process.kill()
             process.wait()
     assert process.returncode != 0
-    assert "the worker exited" in out and "code -9" in out
+    assert "engram: the worker exited unexpectedly with code -9; restarting it in" in out
+    assert "engram: the HTTP server is running again" in out
+    assert "engram: the PostgreSQL exited unexpectedly with code -9" in out
+    assert "5th failure within 60 s; stopping" in out
+    assert f"Last lines of {home / 'logs' / 'worker.log'}" in out
     for port in (ports.api, ports.temporal):
         with socket.socket() as sock:
             assert sock.connect_ex(("127.0.0.1", port)) != 0, f"port {port} still served"
+
+
+def _restarted(home: Path, old_postmaster: int) -> bool:
+    try:
+        return int((home / "postgres" / "postmaster.pid").read_text().split()[0]) != old_postmaster
+    except (OSError, ValueError, IndexError):
+        return False
 
 
 async def test_external_mode_starts_nothing_embedded(
