@@ -171,6 +171,11 @@ class Settings:
             raise ConfigurationError(
                 f"ENGRAM_EXTRACTION_MODE must be llm, local or none, got {mode!r}"
             )
+        max_in_flight = _int(env, "ENGRAM_MAX_IN_FLIGHT", DEFAULT_MAX_IN_FLIGHT)
+        if max_in_flight < 1:
+            raise ConfigurationError(
+                f"ENGRAM_MAX_IN_FLIGHT must be at least 1, got {max_in_flight}"
+            )
         llm = LLMSettings(
             api_key=env.get("ENGRAM_LLM_API_KEY", env.get("OPENAI_API_KEY", "")),
             base_url=env.get("ENGRAM_LLM_BASE_URL", env.get("OPENAI_BASE_URL", "")),
@@ -205,5 +210,5 @@ class Settings:
             recall_mmr_lambda=_float(env, "ENGRAM_RECALL_MMR_LAMBDA", 0.6),
             recall_token_cache_mb=_int(env, "ENGRAM_RECALL_TOKEN_CACHE_MB", 256),
             security=SecuritySettings.from_env(env),
-            max_in_flight=_int(env, "ENGRAM_MAX_IN_FLIGHT", DEFAULT_MAX_IN_FLIGHT),
+            max_in_flight=max_in_flight,
         )
