@@ -36,7 +36,7 @@ class ChunksInclude(Request):
 
 class SourceFactsInclude(Request):
     max_tokens: PositiveTokens = 4096
-    max_tokens_per_observation: int = -1
+    max_tokens_per_observation: Annotated[int, Field(ge=-1, le=MAX_RECALL_TOKENS)] = -1
 
 
 class RecallInclude(Request):

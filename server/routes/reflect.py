@@ -20,7 +20,7 @@ from temporalio.client import WorkflowFailureError
 from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflowError
 
 from engine.errors import InvalidInput, NotFound, OperationFailed
-from engine.limits import MAX_QUERY_CHARS
+from engine.limits import MAX_QUERY_CHARS, MAX_RECALL_TOKENS
 from engine.recall.types import Budget
 from engine.reflect.answer import directives_of
 from engine.reflect.payloads import Evidence, ReflectInput, ReflectOutput
@@ -59,7 +59,9 @@ class ReflectIn(Body):
     fact_types: list[FactType] | None = None
     exclude_mental_models: bool | None = None
     exclude_mental_model_ids: list[str] | None = None
-    reflect_search_observations_max_tokens: Annotated[int, Field(ge=1)] | None = None
+    reflect_search_observations_max_tokens: (
+        Annotated[int, Field(ge=1, le=MAX_RECALL_TOKENS)] | None
+    ) = None
     reflect_search_observations_include_entities: bool | None = None
 
 

@@ -10,6 +10,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -317,3 +318,68 @@ async def test_external_mode_starts_nothing_embedded(
         code, out = await asyncio.to_thread(stop, process)
     assert code == 0, out
     assert "(external)" in out
+
+
+def retain_loop(api: str, client: int, stop: threading.Event, acked: list[str]) -> None:
+    """Synchronous one-item retains, one document each, until `stop`; the ids answered 200."""
+    n = 0
+    while not stop.is_set():
+        document = f"c{client}-{n}"
+        n += 1
+        body = {
+            "items": [
+                {"content": f"Visitor {document} signed the guest book.", "document_id": document}
+            ]
+        }
+        try:
+            status, _ = http("POST", f"{api}/v1/default/banks/fault/memories", body, timeout=120)
+        except (urllib.error.URLError, OSError):
+            time.sleep(0.2)
+            continue
+        if status == 200:
+            acked.append(document)
+        else:
+            time.sleep(0.2)
+
+
+def test_acknowledged_retains_survive_a_postgres_restart_under_load(
+    ports: Ports, home: Path
+) -> None:
+    api = f"http://127.0.0.1:{ports.api}"
+    process = start(ports, home)
+    try:
+        wait_until_ready(process, f"{api}/ready")
+        assert http("PUT", f"{api}/v1/default/banks/fault", {})[0] == 200
+        stop_event = threading.Event()
+        acked: list[str] = []
+        clients = [
+            threading.Thread(target=retain_loop, args=(api, c, stop_event, acked)) for c in range(3)
+        ]
+        for thread in clients:
+            thread.start()
+        try:
+            wait_for(lambda: len(acked) >= 3, "retains before the fault")
+            postmaster = int((home / "postgres" / "postmaster.pid").read_text().split()[0])
+            os.kill(postmaster, signal.SIGKILL)
+            before = len(acked)
+            wait_for(lambda: _restarted(home, postmaster), "PostgreSQL to be restarted")
+            wait_for(lambda: len(acked) >= before + 3, "retains after the fault")
+        finally:
+            stop_event.set()
+            for thread in clients:
+                thread.join(150)
+        wait_for(lambda: answers(f"{api}/ready"), "/ready after the fault")
+        status, listed = http("GET", f"{api}/v1/default/banks/fault/documents?limit=1000")
+        assert status == 200, listed
+        stored = [item["id"] for item in listed["items"]]
+        assert set(acked) <= set(stored), sorted(set(acked) - set(stored))
+        for document in acked:
+            status, chunks = http(
+                "GET", f"{api}/v1/default/banks/fault/documents/{document}/chunks"
+            )
+            assert status == 200, chunks
+            assert len(chunks["items"]) == 1, (document, chunks)
+    finally:
+        code, out = stop(process)
+    assert code == 0, out
+    assert "engram: the PostgreSQL exited unexpectedly with code -9" in out
