@@ -46,8 +46,12 @@ def parse_timestamp(raw: str | None, field: str, now: datetime) -> datetime | No
     return check_instant(value, field)
 
 
-def check_request_size(body: RetainIn) -> None:
-    """Content and context of all items together within MAX_REQUEST_CHARS (a 413)."""
+def check_request(body: RetainIn, now: datetime) -> None:
+    """What can be refused before anything is written (the bank is created on first use):
+    every timestamp readable and on the calendar, and the content and context of all items
+    together within MAX_REQUEST_CHARS (a 413)."""
+    for index, raw in enumerate(body.items):
+        parse_timestamp(raw.timestamp, f"items.{index}.timestamp", now)
     total = sum(len(item.text()) + len(item.context or "") for item in body.items)
     if total > MAX_REQUEST_CHARS:
         raise RequestTooLarge(
@@ -157,8 +161,8 @@ async def submit_retain(
     services: Services, bank_id: str, body: RetainIn
 ) -> tuple[Operation, WorkflowHandle[RetainWorkflow, RetainResult]]:
     """Register the operation and start its workflow once; a repeat returns the first run."""
-    check_request_size(body)
     now = datetime.now(UTC)
+    check_request(body, now)
     operation_id = body.operation_id or str(uuid.uuid4())
     workflow_id = retain_workflow_id(bank_id, operation_id)
     async with services.pool.acquire() as conn:

@@ -223,6 +223,7 @@ async def test_row7_retain_timestamps_off_the_calendar_are_a_422(
         body = {"items": [{"content": "x"}, {"content": "y", "timestamp": stamp}]}
         response = await send(plain_api, "POST", f"{BASE}/{bank_id}/memories", raw_json(body))
         assert (response.status_code, response.json()["field"]) == (422, "items.1.timestamp")
+    assert (await plain_api.get(f"{BASE}/{bank_id}/profile")).status_code == 404  # not created
 
 
 async def test_patching_the_config_of_an_unknown_bank_is_a_404(
