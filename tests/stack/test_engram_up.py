@@ -281,6 +281,7 @@ def test_killed_parts_come_back_and_a_crash_loop_stops_the_stack(ports: Ports, h
     assert "engram: the worker exited unexpectedly with code -9; restarting it in" in out
     assert "engram: the HTTP server is running again" in out
     assert "engram: the PostgreSQL exited unexpectedly with code -9" in out
+    assert "engram: the Temporal exited unexpectedly with code -9" in out
     assert "5th failure within 60 s; stopping" in out
     assert f"Last lines of {home / 'logs' / 'worker.log'}" in out
     for port in (ports.api, ports.temporal):
@@ -342,7 +343,7 @@ def retain_loop(api: str, client: int, stop: threading.Event, acked: list[str]) 
             time.sleep(0.2)
 
 
-def test_acknowledged_retains_survive_a_postgres_restart_under_load(
+def test_acknowledged_retains_survive_postgres_and_temporal_restarts_under_load(
     ports: Ports, home: Path
 ) -> None:
     api = f"http://127.0.0.1:{ports.api}"
@@ -363,7 +364,11 @@ def test_acknowledged_retains_survive_a_postgres_restart_under_load(
             os.kill(postmaster, signal.SIGKILL)
             before = len(acked)
             wait_for(lambda: _restarted(home, postmaster), "PostgreSQL to be restarted")
-            wait_for(lambda: len(acked) >= before + 3, "retains after the fault")
+            wait_for(lambda: len(acked) >= before + 3, "retains after PostgreSQL's restart")
+            temporal = next(p for p in child_pids(process.pid) if "start-dev" in cmdline(p))
+            os.kill(temporal, signal.SIGKILL)
+            before = len(acked)
+            wait_for(lambda: len(acked) >= before + 3, "retains after Temporal's restart")
         finally:
             stop_event.set()
             for thread in clients:
@@ -383,3 +388,4 @@ def test_acknowledged_retains_survive_a_postgres_restart_under_load(
         code, out = stop(process)
     assert code == 0, out
     assert "engram: the PostgreSQL exited unexpectedly with code -9" in out
+    assert "engram: the Temporal exited unexpectedly with code -9" in out
