@@ -28,7 +28,7 @@ from engine.consolidation.payloads import (
 )
 from engine.db import Pool
 from engine.embedding import Embedder
-from engine.errors import InvalidInput
+from engine.errors import InvalidInput, NotFound
 from engine.llm import LLMClient
 from engine.store.operations import register_operation, update_operation
 
@@ -63,14 +63,18 @@ class ConsolidationActivities:
     @activity.defn
     async def begin_consolidation(self, start: ConsolidationStart) -> None:
         async with self._pool.acquire() as conn:
-            await register_operation(
-                conn,
-                start.operation_id,
-                start.bank_id,
-                "consolidation",
-                start.workflow_id,
-                f"consolidation:{start.reason}",
-            )
+            try:
+                await register_operation(
+                    conn,
+                    start.operation_id,
+                    start.bank_id,
+                    "consolidation",
+                    start.workflow_id,
+                    f"consolidation:{start.reason}",
+                )
+            except NotFound:  # the bank was deleted meanwhile: nothing to record or do
+                activity.logger.info("consolidation of deleted bank %s skipped", start.bank_id)
+                return
             pending = await backlog(conn, start.bank_id)
             await update_operation(
                 conn, start.operation_id, "running", progress(ConsolidationCounts(), pending)

@@ -22,6 +22,23 @@ class InvalidInput(EngramError):
         self.message = message
 
 
+class Unprocessable(InvalidInput):
+    """Well-formed, but a value cannot be taken as it is: text with a NUL or a lone
+    surrogate, a number or a date outside what can be stored (HTTP 422)."""
+
+
+class TooLarge(Unprocessable):
+    """A value over one of the limits in engine/limits.py; `limit` names the limit."""
+
+    def __init__(self, field: str, message: str, limit: str) -> None:
+        super().__init__(field, message)
+        self.limit = limit
+
+
+class RequestTooLarge(TooLarge):
+    """The request as a whole is over a limit (HTTP 413), not one field of it."""
+
+
 class NotFound(EngramError):
     """The named thing does not exist."""
 

@@ -13,6 +13,11 @@ DEFAULT_API_PORT = 8888
 DEFAULT_TEMPORAL_PORT = 7233
 DEFAULT_TEMPORAL_UI_PORT = 8233
 DEFAULT_WORKER_METRICS_PORT = 9091
+# API requests one server process works on at once before it answers 503 + Retry-After
+# (server/middleware.py). Recall holds a pooled connection for ~0.1 s and a synchronous
+# retain waits seconds for its workflow holding none, so 64 keeps the pool (10) and the two
+# CPU threads busy without letting a queue grow past what clients wait for.
+DEFAULT_MAX_IN_FLIGHT = 64
 
 
 def _int(env: Mapping[str, str], name: str, default: int) -> int:
@@ -134,6 +139,7 @@ class Settings:
     # Token vectors of recently reranked facts kept in memory (engine/recall/token_cache.py).
     recall_token_cache_mb: int = 256
     security: SecuritySettings = field(default_factory=SecuritySettings)
+    max_in_flight: int = DEFAULT_MAX_IN_FLIGHT
 
     @property
     def loopback(self) -> bool:
@@ -164,6 +170,11 @@ class Settings:
         if mode not in ("", "llm", "local", "none"):
             raise ConfigurationError(
                 f"ENGRAM_EXTRACTION_MODE must be llm, local or none, got {mode!r}"
+            )
+        max_in_flight = _int(env, "ENGRAM_MAX_IN_FLIGHT", DEFAULT_MAX_IN_FLIGHT)
+        if max_in_flight < 1:
+            raise ConfigurationError(
+                f"ENGRAM_MAX_IN_FLIGHT must be at least 1, got {max_in_flight}"
             )
         llm = LLMSettings(
             api_key=env.get("ENGRAM_LLM_API_KEY", env.get("OPENAI_API_KEY", "")),
@@ -199,4 +210,5 @@ class Settings:
             recall_mmr_lambda=_float(env, "ENGRAM_RECALL_MMR_LAMBDA", 0.6),
             recall_token_cache_mb=_int(env, "ENGRAM_RECALL_TOKEN_CACHE_MB", 256),
             security=SecuritySettings.from_env(env),
+            max_in_flight=max_in_flight,
         )

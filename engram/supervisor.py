@@ -2,7 +2,13 @@
 
 Starts what is embedded (PostgreSQL, the Temporal dev server), then one worker and the HTTP
 server as child processes; prints where everything is; stops everything on Ctrl-C. If a port
-is taken or a child dies, it says which and exits non-zero.
+is taken or a part fails while starting, it says which and exits non-zero.
+
+Once up, a part that dies (worker, HTTP server, Temporal, PostgreSQL) is restarted after a
+backoff (0.5 s, doubling, at most 10 s) with a line on stderr; the others ride it out (the
+server's pool and the Temporal clients reconnect). A part that crashes MAX_CRASHES times
+within CRASH_WINDOW_S is not going to get better by itself: the stack stops, printing the last
+lines of that part's log. Each part logs to `$ENGRAM_HOME/logs/<part>.log`.
 """
 
 from __future__ import annotations
@@ -15,20 +21,29 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from types import FrameType
 
 from engine.errors import ConfigurationError
 from engine.settings import Settings
 from engram.postgres import EmbeddedPostgres, EmbeddedPostgresError
-from engram.private import private_dir
+from engram.private import open_private_log, private_dir
 from engram.temporal_server import TemporalDevServer, TemporalServerError, port_open
 from workflows.converter import load_payload_key
 
 READY_TIMEOUT_S = 120.0
 POLL_S = 0.5
+# A part restarted this often within the window is crash-looping (a bad configuration, a full
+# disk): restarting it again would only hide that, so the stack stops and shows its log.
+MAX_CRASHES = 5
+CRASH_WINDOW_S = 60.0
+BACKOFF_FIRST_S = 0.5
+BACKOFF_MAX_S = 10.0
+LOG_TAIL_LINES = 20
 # One BLAS/OpenMP thread per child: each process already runs its CPU work on a sized thread
 # pool, and OpenBLAS's own threads on top of it oversubscribe the cores. Measured on this
 # 2-core machine (shared, load ~6) with recall's MaxSim product, (12 x 384) @ (384 x 4,000):
@@ -64,6 +79,61 @@ class Child:
     name: str
     process: subprocess.Popen[bytes]
 
+    def exit_code(self) -> int | None:
+        return self.process.poll()
+
+
+@dataclass
+class Restarts:
+    """When a part crashed lately: whether it may be restarted, and after how long."""
+
+    times: deque[float] = field(default_factory=deque)
+
+    def record(self, now: float) -> float | None:
+        """The delay before restarting after a crash at `now`; None: crashing too often."""
+        self.times.append(now)
+        while self.times[0] <= now - CRASH_WINDOW_S:
+            self.times.popleft()
+        if len(self.times) >= MAX_CRASHES:
+            return None
+        return float(min(BACKOFF_FIRST_S * 2 ** (len(self.times) - 1), BACKOFF_MAX_S))
+
+
+@dataclass
+class Part:
+    """One supervised process: how to see it died, how to start it again, where it logs."""
+
+    name: str
+    log: Path
+    exit_code: Callable[[], int | None]
+    restart: Callable[[], None]
+    restarts: Restarts = field(default_factory=Restarts)
+    due: float | None = None  # when its pending restart runs
+
+
+def tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return "  (no log)"
+    return "\n".join(f"  {line}" for line in text.rstrip().splitlines()[-lines:])
+
+
+# The Python children: (name, module run with `python -m`, which also names its log).
+CHILDREN = (("worker", "worker"), ("HTTP server", "server"))
+
+
+def module_of(name: str) -> str:
+    return dict(CHILDREN)[name]
+
+
+def _exit_code(service: EmbeddedPostgres | TemporalDevServer) -> Callable[[], int | None]:
+    def code() -> int | None:
+        process = service.process
+        return process.poll() if process is not None else None
+
+    return code
+
 
 def taken_ports(settings: Settings) -> list[str]:
     wanted = [("API", settings.api_port), ("worker metrics", settings.worker_metrics_port)]
@@ -93,13 +163,16 @@ def child_env(settings: Settings, database_url: str) -> dict[str, str]:
     return env
 
 
-def wait_ready(url: str, children: list[Child], timeout: float) -> None:
+def wait_ready(url: str, children: list[Child], logs: Path, timeout: float) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         for child in children:
             code = child.process.poll()
             if code is not None:
-                raise StackError(f"the {child.name} exited with code {code} while starting")
+                raise StackError(
+                    f"the {child.name} exited with code {code} while starting; "
+                    f"see {logs / (module_of(child.name) + '.log')}"
+                )
         try:
             with urllib.request.urlopen(url, timeout=2) as response:
                 if response.status == 200:
@@ -111,12 +184,19 @@ def wait_ready(url: str, children: list[Child], timeout: float) -> None:
 
 
 class Stack:
-    def __init__(self, settings: Settings, out: Callable[[str], None]) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        out: Callable[[str], None],
+        err: Callable[[str], None] = lambda line: print(line, file=sys.stderr, flush=True),
+    ) -> None:
         self.settings = settings
         self.out = out
+        self.err = err
         self.postgres: EmbeddedPostgres | None = None
         self.temporal: TemporalDevServer | None = None
         self.children: list[Child] = []
+        self.env: dict[str, str] = {}
 
     @property
     def logs(self) -> Path:
@@ -144,16 +224,11 @@ class Stack:
                 settings.temporal_ui_port,
             )
             self.temporal.start()
-        env = child_env(settings, database_url)
-        for name, module in (("worker", "worker"), ("HTTP server", "server")):
-            process = subprocess.Popen(
-                [sys.executable, "-m", module],
-                env=env,
-                preexec_fn=detach_from_terminal,  # noqa: PLW1509 - no threads here
-            )
-            self.children.append(Child(name, process))
+        self.env = child_env(settings, database_url)
+        for name, _ in CHILDREN:
+            self.children.append(Child(name, self._spawn(name)))
         api = f"http://{settings.api_host}:{settings.api_port}"
-        wait_ready(f"{api}/ready", self.children, READY_TIMEOUT_S)
+        wait_ready(f"{api}/ready", self.children, self.logs, READY_TIMEOUT_S)
         self.out(f"Engram is up.\n  API          {api}")
         if self.temporal is not None:
             self.out(f"  Temporal UI  http://127.0.0.1:{settings.temporal_ui_port}")
@@ -163,21 +238,72 @@ class Stack:
         if self.postgres is not None:
             self.out(f"  Data         {settings.home}")
         else:
-            self.out(f"  Data         external PostgreSQL; logs in {self.logs}")
+            self.out("  Data         external PostgreSQL")
+        self.out(f"  Logs         {self.logs}")
         self.out("Press Ctrl-C to stop.")
 
+    def _spawn(self, name: str) -> subprocess.Popen[bytes]:
+        module = dict(CHILDREN)[name]
+        with open_private_log(self._log_of(name)) as log:
+            return subprocess.Popen(
+                [sys.executable, "-m", module],
+                env=self.env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                preexec_fn=detach_from_terminal,  # noqa: PLW1509 - no threads here
+            )
+
+    def _log_of(self, name: str) -> Path:
+        return self.logs / f"{module_of(name)}.log"
+
+    def _respawn(self, child: Child) -> None:
+        child.process = self._spawn(child.name)
+
+    def parts(self) -> list[Part]:
+        """What `watch` supervises, databases first (their restart is what the others wait
+        on)."""
+        parts: list[Part] = []
+        postgres, temporal = self.postgres, self.temporal
+        if postgres is not None:
+            log = postgres.log_path
+            parts.append(Part("PostgreSQL", log, _exit_code(postgres), postgres.start))
+        if temporal is not None:
+            log = temporal.log_path
+            parts.append(Part("Temporal", log, _exit_code(temporal), temporal.start))
+        for child in self.children:
+            log = self._log_of(child.name)
+            parts.append(Part(child.name, log, child.exit_code, partial(self._respawn, child)))
+        return parts
+
     def watch(self, stopping: Callable[[], bool]) -> None:
-        """Return when asked to stop; raise when a child or an embedded service dies."""
+        """Return when asked to stop; restart a part that dies; raise when one keeps dying."""
+        parts = self.parts()
         while not stopping():
-            for child in self.children:
-                code = child.process.poll()
-                if code is not None:
-                    raise StackError(f"the {child.name} exited unexpectedly with code {code}")
-            for name, service in (("PostgreSQL", self.postgres), ("Temporal", self.temporal)):
-                process = service.process if service is not None else None
-                if process is not None and process.poll() is not None:
-                    raise StackError(f"{name} exited unexpectedly with code {process.returncode}")
+            for part in parts:
+                if part.due is None:
+                    code = part.exit_code()
+                    if code is not None:
+                        self._crashed(part, f"exited unexpectedly with code {code}")
+                elif time.monotonic() >= part.due:
+                    part.due = None
+                    try:
+                        part.restart()
+                    except (EmbeddedPostgresError, TemporalServerError, OSError) as exc:
+                        self._crashed(part, f"could not be restarted: {exc}")
+                    else:
+                        self.err(f"engram: the {part.name} is running again")
             time.sleep(POLL_S)
+
+    def _crashed(self, part: Part, why: str) -> None:
+        delay = part.restarts.record(time.monotonic())
+        if delay is None:
+            raise StackError(
+                f"the {part.name} {why}, its {MAX_CRASHES}th failure within "
+                f"{CRASH_WINDOW_S:.0f} s; stopping. Last lines of {part.log}:\n{tail(part.log)}"
+            )
+        self.err(f"engram: the {part.name} {why}; restarting it in {delay:g} s")
+        part.due = time.monotonic() + delay
 
     def stop(self) -> None:
         for child in reversed(self.children):

@@ -22,9 +22,11 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from engine.db import Pool, pending_migrations
+from engine.settings import DEFAULT_MAX_IN_FLIGHT
 from engine.store.status import memory_status
 from server.errors import EXCEPTION_HANDLERS
 from server.metrics import HTTPMetrics, MemoryGauges, MetricsMiddleware, PoolCollector
+from server.middleware import AdmissionMiddleware, ErrorMiddleware
 from server.recall_metrics import RecallMetrics
 from server.routes import api_routes
 from server.security import SecurityMiddleware
@@ -47,7 +49,10 @@ async def ready(request: Request) -> Response:
     services: Services | None = getattr(request.app.state, "services", None)
     checks: dict[str, str] = {}
     if services is None:
-        return JSONResponse({"status": "starting", "checks": checks}, status_code=503)
+        return JSONResponse(
+            {"status": "starting", "detail": "the server is starting", "checks": checks},
+            status_code=503,
+        )
     try:
         async with services.pool.acquire() as conn:
             pending = await pending_migrations(conn)
@@ -60,10 +65,10 @@ async def ready(request: Request) -> Response:
     except (OSError, RuntimeError) as exc:
         checks["temporal"] = f"unreachable: {exc}"
     ok = all(value == "ok" for value in checks.values())
-    return JSONResponse(
-        {"status": "ready" if ok else "not ready", "checks": checks},
-        status_code=200 if ok else 503,
-    )
+    body: dict[str, object] = {"status": "ready" if ok else "not ready", "checks": checks}
+    if not ok:
+        body["detail"] = "; ".join(f"{k}: {v}" for k, v in checks.items() if v != "ok")
+    return JSONResponse(body, status_code=200 if ok else 503)
 
 
 FEATURES = (
@@ -104,7 +109,10 @@ async def live(request: Request) -> Response:
     )
 
 
-def create_app(open_services: ServicesFactory) -> Starlette:
+def create_app(
+    open_services: ServicesFactory, max_in_flight: int = DEFAULT_MAX_IN_FLIGHT
+) -> Starlette:
+    """`max_in_flight`: API requests in progress before more are shed with a 503."""
     registry = CollectorRegistry()
     metrics = HTTPMetrics(registry)
     gauges = MemoryGauges(registry)
@@ -140,7 +148,9 @@ def create_app(open_services: ServicesFactory) -> Starlette:
     app = Starlette(
         routes=routes,
         middleware=[
+            Middleware(ErrorMiddleware),
             Middleware(MetricsMiddleware, metrics=metrics, routes=routes),
+            Middleware(AdmissionMiddleware, limit=max_in_flight),
             Middleware(SecurityMiddleware, routes=routes),
         ],
         exception_handlers=EXCEPTION_HANDLERS,

@@ -1,8 +1,18 @@
-"""Engine errors mapped once to HTTP responses: a clear 4xx naming the field, never a trace."""
+"""Every error answer in one format: JSON `{"detail": ..., "field": ...}`.
+
+`detail` is a sentence in the caller's words; `field` is the path of the offending input in
+pydantic's dotted style (`items.0.content`), present when one input is to blame. A value over
+a limit adds `limit`, the name of the constant in engine/limits.py (a whole request over a
+limit is a 413, one field a 422). An unexpected failure is a 500 with an `error_id` that the
+server log line carrying the traceback repeats. Starlette's own 404/405 answer in the same
+format, and `ErrorMiddleware` (server/middleware.py) sees to it that nothing else escapes.
+"""
 
 from __future__ import annotations
 
+import json
 import logging
+import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
@@ -11,21 +21,66 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from engine.errors import Conflict, EngramError, InvalidInput, NotFound, OperationFailed
+from engine.errors import (
+    Conflict,
+    EngramError,
+    InvalidInput,
+    NotFound,
+    OperationFailed,
+    RequestTooLarge,
+    TooLarge,
+    Unprocessable,
+)
 
 log = logging.getLogger("engram.server")
 
 
-def error_body(status: int, detail: str, field: str | None = None) -> JSONResponse:
+class ErrorResponse(JSONResponse):
+    """ASCII-only JSON, so an error can always be encoded whatever text it quotes."""
+
+    def render(self, content: Any) -> bytes:
+        return json.dumps(content, ensure_ascii=True, separators=(",", ":")).encode("ascii")
+
+
+def error_body(
+    status: int,
+    detail: str,
+    field: str | None = None,
+    headers: Mapping[str, str] | None = None,
+    **extra: object,
+) -> ErrorResponse:
     body: dict[str, object] = {"detail": detail}
     if field is not None:
         body["field"] = field
-    return JSONResponse(body, status_code=status)
+    body.update(extra)
+    return ErrorResponse(body, status_code=status, headers=headers)
+
+
+def internal_error(method: str, path: str, exc: BaseException) -> ErrorResponse:
+    """A 500 whose `error_id` finds the traceback in the log."""
+    error_id = uuid.uuid4().hex[:16]
+    log.error("error_id=%s: %s %s failed", error_id, method, path, exc_info=exc)
+    return error_body(
+        500,
+        f"internal error; the server log has the details under error_id {error_id}",
+        error_id=error_id,
+    )
 
 
 async def invalid_input(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, InvalidInput)
     return error_body(400, str(exc), exc.field)
+
+
+async def unprocessable(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, Unprocessable)
+    return error_body(422, str(exc), exc.field)
+
+
+async def too_large(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, TooLarge)
+    status = 413 if isinstance(exc, RequestTooLarge) else 422
+    return error_body(status, str(exc), exc.field, limit=exc.limit)
 
 
 async def not_found(request: Request, exc: Exception) -> Response:
@@ -36,39 +91,56 @@ async def conflict(request: Request, exc: Exception) -> Response:
     return error_body(409, str(exc))
 
 
+def _message(err: Any) -> str:
+    msg = str(err["msg"])
+    return msg.removeprefix("Value error, ")
+
+
 async def validation_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, ValidationError)
     errors = [
         {
             "loc": [str(part) for part in err["loc"]],
             "field": ".".join(str(part) for part in err["loc"]) or "body",
-            "msg": err["msg"],
+            "msg": _message(err),
             "type": err["type"],
         }
-        for err in exc.errors()
+        for err in exc.errors(include_url=False, include_input=False)
     ]
     first = errors[0]["field"] if errors else "body"
     detail = "; ".join(f"{e['field']}: {e['msg']}" for e in errors)
-    return JSONResponse({"detail": detail, "field": first, "errors": errors}, status_code=422)
+    return error_body(422, detail, str(first), errors=errors)
+
+
+STATUS_WORDS = {
+    404: "no such route: {method} {path}",
+    405: "{method} is not allowed on {path}",
+}
 
 
 async def http_exception(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
-    return error_body(exc.status_code, str(exc.detail))
+    template = STATUS_WORDS.get(exc.status_code)
+    if template is not None and exc.detail in ("Not Found", "Method Not Allowed"):
+        detail = template.format(method=request.method, path=request.url.path)
+    else:
+        detail = str(exc.detail)
+    return error_body(exc.status_code, detail, headers=exc.headers)
 
 
 async def operation_failed(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, OperationFailed)
-    operation_id = exc.operation_id
-    return JSONResponse({"detail": str(exc), "operation_id": operation_id}, status_code=500)
+    return error_body(500, str(exc), operation_id=exc.operation_id)
 
 
 async def engram_error(request: Request, exc: Exception) -> Response:
-    log.error("unhandled engine error on %s: %s", request.url.path, exc)
-    return error_body(500, f"internal error: {type(exc).__name__}")
+    return internal_error(request.method, request.url.path, exc)
 
 
 EXCEPTION_HANDLERS: Mapping[Any, Callable[[Request, Exception], Awaitable[Response]]] = {
+    RequestTooLarge: too_large,
+    TooLarge: too_large,
+    Unprocessable: unprocessable,
     InvalidInput: invalid_input,
     NotFound: not_found,
     Conflict: conflict,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import json
+import uuid
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -11,7 +11,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from engine.auth.principal import OPEN, Principal
-from engine.errors import InvalidInput, NotFound
+from engine.errors import InvalidInput, NotFound, TooLarge, Unprocessable
+from engine.limits import MAX_BANK_ID_CHARS
+from engine.validation import check_json, check_text, decode_json
 from server.services import Services
 
 Model = TypeVar("Model", bound=BaseModel)
@@ -39,22 +41,45 @@ def check_visible(request: Request, bank_id: str, what: str, key: str) -> None:
 
 async def parse_body(request: Request, model: type[Model]) -> Model:
     """The JSON body validated against `model`; an empty body counts as `{}`."""
-    raw = await request.body()
-    if not raw.strip():
-        data: Any = {}
-    else:
-        try:
-            data = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise InvalidInput("body", f"is not valid JSON ({exc.msg} at {exc.pos})") from exc
+    return model.model_validate(json_object(await request.body()))
+
+
+def json_object(raw: bytes) -> dict[str, Any]:
+    """A body as a JSON object whose every value passed `check_json`."""
+    data = decode_json(raw) if raw.strip() else {}
     if not isinstance(data, dict):
         raise InvalidInput("body", "must be a JSON object")
-    return model.model_validate(data)
+    check_json(data)
+    return data
 
 
 def path_param(request: Request, name: str) -> str:
     value: str = request.path_params[name]
+    check_text(value, name)
+    if name == "bank_id" and len(value) > MAX_BANK_ID_CHARS:
+        raise TooLarge(name, f"is longer than {MAX_BANK_ID_CHARS} characters", "MAX_BANK_ID_CHARS")
     return value
+
+
+def text_param(request: Request, name: str) -> str | None:
+    """A query parameter as text; missing or empty is None."""
+    raw = request.query_params.get(name)
+    return check_text(raw, name) if raw else None
+
+
+def texts_param(request: Request, name: str) -> list[str]:
+    """A repeated query parameter (`?tags=a&tags=b`)."""
+    return [check_text(raw, name) for raw in request.query_params.getlist(name)]
+
+
+def uuid_param(request: Request, name: str) -> str | None:
+    raw = text_param(request, name)
+    if raw is None:
+        return None
+    try:
+        return str(uuid.UUID(raw))
+    except ValueError as exc:
+        raise Unprocessable(name, "must be a UUID") from exc
 
 
 def int_param(request: Request, name: str, default: int, low: int = 0, high: int = MAX_PAGE) -> int:

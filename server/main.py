@@ -83,7 +83,7 @@ async def _serve(settings: Settings, sock: socket.socket | None = None) -> int:
             yield opened
 
         config = uvicorn.Config(
-            create_app(services),
+            create_app(services, settings.max_in_flight),
             host=settings.api_host,
             port=settings.api_port,
             log_level="warning",

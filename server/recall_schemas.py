@@ -13,16 +13,12 @@ from typing import Annotated, Any
 from pydantic import Field
 
 from engine.errors import InvalidInput
+from engine.limits import MAX_QUERY_CHARS, MAX_RECALL_TOKENS
 from engine.recall.types import Budget, MinScores, RecallRequest, TimeWindow
 from engine.store.memories import TagsMatch
 from engine.types import FactType
 from server.retain import parse_timestamp
-from server.schemas import Request
-
-# Hindsight rejects queries over 500 tokens; with recall's estimate of 4 characters a token
-# (engine/recall/budget.py) that is 2,000 characters.
-MAX_QUERY_CHARS = 2000
-MAX_RECALL_TOKENS = 1_000_000
+from server.schemas import Request, Tags
 
 _DAY = timedelta(days=1)
 _TICK = timedelta(microseconds=1)
@@ -40,7 +36,7 @@ class ChunksInclude(Request):
 
 class SourceFactsInclude(Request):
     max_tokens: PositiveTokens = 4096
-    max_tokens_per_observation: int = -1
+    max_tokens_per_observation: Annotated[int, Field(ge=-1, le=MAX_RECALL_TOKENS)] = -1
 
 
 class RecallInclude(Request):
@@ -69,7 +65,7 @@ class RecallIn(Request):
     trace: bool | None = None
     query_timestamp: str | None = None
     include: RecallInclude | None = None
-    tags: list[str] | None = None
+    tags: Tags | None = None
     tags_match: TagsMatch | None = None
     tag_groups: list[Any] | None = None
     prefer_observations: bool | None = None

@@ -12,21 +12,18 @@ from temporalio.client import WorkflowFailureError, WorkflowHandle
 from temporalio.common import WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
-from engine.errors import InvalidInput, OperationFailed
+from engine.errors import InvalidInput, OperationFailed, RequestTooLarge
+from engine.limits import MAX_REQUEST_CHARS
 from engine.retain.documents import stage_documents
 from engine.retain.options import retain_options
 from engine.retain.payloads import DocumentInput, RetainItem, RetainRequest, RetainResult
 from engine.store.banks import ensure_bank
 from engine.store.operations import Operation, get_operation, register_operation
+from engine.validation import check_instant
 from server.lifecycle import ensure_lifecycle_schedule
 from server.schemas import EntityHint, RetainIn
 from server.services import Services
 from workflows.retain import RetainWorkflow, error_message
-
-# Item timestamps accepted: a year of margin inside what datetime can hold, so resolving a
-# relative date ("next year", "last year") against one cannot overflow.
-EARLIEST = datetime(2, 1, 1, tzinfo=UTC)
-LATEST = datetime(9998, 12, 31, 23, 59, 59, tzinfo=UTC)
 
 
 def parse_timestamp(raw: str | None, field: str, now: datetime) -> datetime | None:
@@ -43,19 +40,23 @@ def parse_timestamp(raw: str | None, field: str, now: datetime) -> datetime | No
         except ValueError as exc:
             raise InvalidInput(field, f"is not an ISO-8601 date or datetime: {raw!r}") from exc
         value = datetime(day.year, day.month, day.day)
-    value = value if value.tzinfo else value.replace(tzinfo=UTC)
-    # Every date the pipeline stores or computes from this one must stay inside what Python
-    # and PostgreSQL can hold: 9999-12-31T23:59:59-12:00 is year 10000 in UTC, which used to be
-    # staged, then break the link step of every later retain into the bank.
-    try:
-        utc = value.astimezone(UTC)
-    except OverflowError as exc:
-        raise InvalidInput(field, f"is out of range: {raw!r}") from exc
-    if not EARLIEST <= utc <= LATEST:
-        raise InvalidInput(
-            field, f"must be between {EARLIEST.date()} and {LATEST.date()} (UTC): {raw!r}"
+    return check_instant(value, field)
+
+
+def check_request(body: RetainIn, now: datetime) -> None:
+    """What can be refused before anything is written (the bank is created on first use):
+    every timestamp readable and on the calendar, and the content and context of all items
+    together within MAX_REQUEST_CHARS (a 413)."""
+    for index, raw in enumerate(body.items):
+        parse_timestamp(raw.timestamp, f"items.{index}.timestamp", now)
+    total = sum(len(item.text()) + len(item.context or "") for item in body.items)
+    if total > MAX_REQUEST_CHARS:
+        raise RequestTooLarge(
+            "items",
+            f"hold {total} characters of content and context, over the limit of "
+            f"{MAX_REQUEST_CHARS} per request; send fewer items per request or use the import API",
+            "MAX_REQUEST_CHARS",
         )
-    return value
 
 
 def derived_document_id(item: RetainItem) -> str:
@@ -65,30 +66,47 @@ def derived_document_id(item: RetainItem) -> str:
     return "auto-" + hashlib.sha256(raw.encode()).hexdigest()[:24]
 
 
+def _identity(item: RetainItem) -> tuple[object, ...]:
+    return (
+        item.content,
+        item.timestamp,
+        item.context,
+        tuple(sorted(item.metadata.items())),
+        tuple(item.entities),
+        tuple(item.tags),
+    )
+
+
 def build_documents(body: RetainIn, now: datetime) -> list[DocumentInput]:
-    """The request's items grouped by document id (validated; a 4xx names the field)."""
+    """The request's items grouped by document id (validated; a 4xx names the field). An
+    item repeated in the same document is stored once."""
     groups: dict[str, list[RetainItem]] = {}
     modes: dict[str, str] = {}
     explicit: dict[str, bool] = {}
+    seen: set[tuple[object, ...]] = set()
     for index, raw in enumerate(body.items):
         tags = list(dict.fromkeys([*(raw.tags or []), *(body.document_tags or [])]))
         hints = [h.text if isinstance(h, EntityHint) else h for h in raw.entities or []]
         item = RetainItem(
             content=raw.text(),
-            timestamp=parse_timestamp(raw.timestamp, f"items[{index}].timestamp", now),
+            timestamp=parse_timestamp(raw.timestamp, f"items.{index}.timestamp", now),
             context=raw.context or "",
             metadata=dict(raw.metadata or {}),
             entities=hints,
             tags=tags,
         )
         document_id = raw.document_id or derived_document_id(item)
+        key = (document_id, *_identity(item))
+        if key in seen:
+            continue
+        seen.add(key)
         groups.setdefault(document_id, []).append(item)
         explicit[document_id] = raw.document_id is not None
         if raw.update_mode is not None and (
             modes.setdefault(document_id, raw.update_mode) != raw.update_mode
         ):
             raise InvalidInput(
-                f"items[{index}].update_mode",
+                f"items.{index}.update_mode",
                 f"conflicts with another item of document {document_id!r}",
             )
     return [
@@ -117,6 +135,7 @@ async def submit_retain(
 ) -> tuple[Operation, WorkflowHandle[RetainWorkflow, RetainResult]]:
     """Register the operation and start its workflow once; a repeat returns the first run."""
     now = datetime.now(UTC)
+    check_request(body, now)
     operation_id = body.operation_id or str(uuid.uuid4())
     workflow_id = retain_workflow_id(bank_id, operation_id)
     documents = build_documents(body, now)

@@ -1,7 +1,9 @@
 """Request bodies of the Hindsight v1 wire format, validated with pydantic.
 
 The reference client sends explicit nulls for unset optional fields: null means "not given".
-Unknown keys are ignored so newer clients keep working.
+Unknown keys are ignored so newer clients keep working. Sizes are bounded by
+engine/limits.py (a field over its limit is a 422 naming it); text and numbers were already
+checked by `engine.validation.check_json` when the body was read.
 """
 
 from __future__ import annotations
@@ -10,9 +12,29 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-MAX_ITEMS_PER_REQUEST = 10_000
-MAX_CONTENT_CHARS = 1_000_000
-MAX_REQUEST_CHARS = 1_500_000  # Temporal payloads are capped at 2 MB; bulk goes through import
+from engine.limits import (
+    MAX_CONTENT_CHARS,
+    MAX_CONTEXT_CHARS,
+    MAX_DIRECTIVE_CHARS,
+    MAX_DIRECTIVES,
+    MAX_DOCUMENT_ID_CHARS,
+    MAX_ENTITY_HINT_CHARS,
+    MAX_ENTITY_HINTS,
+    MAX_ITEMS_PER_REQUEST,
+    MAX_METADATA_ENTRIES,
+    MAX_METADATA_KEY_CHARS,
+    MAX_METADATA_VALUE_CHARS,
+    MAX_MISSION_CHARS,
+    MAX_NAME_CHARS,
+    MAX_OPERATION_ID_CHARS,
+    MAX_TAG_CHARS,
+    MAX_TAGS,
+)
+
+Mission = Annotated[str, Field(max_length=MAX_MISSION_CHARS)]
+Tag = Annotated[str, Field(max_length=MAX_TAG_CHARS)]
+Tags = Annotated[list[Tag], Field(max_length=MAX_TAGS)]
+OperationId = Annotated[str, Field(min_length=1, max_length=MAX_OPERATION_ID_CHARS)]
 
 
 class Request(BaseModel):
@@ -29,15 +51,15 @@ Trait = Annotated[int, Field(ge=1, le=5)]
 
 
 class BankIn(Request):
-    name: str | None = None
-    mission: str | None = None
-    reflect_mission: str | None = None
-    background: str | None = None
+    name: Annotated[str, Field(max_length=MAX_NAME_CHARS)] | None = None
+    mission: Mission | None = None
+    reflect_mission: Mission | None = None
+    background: Mission | None = None
     disposition: DispositionIn | None = None
     disposition_skepticism: Trait | None = None
     disposition_literalism: Trait | None = None
     disposition_empathy: Trait | None = None
-    retain_mission: str | None = None
+    retain_mission: Mission | None = None
     extraction_mode: Literal["llm", "local", "none"] | None = None
     retain_extraction_mode: str | None = None
     retain_chunk_size: Annotated[int, Field(ge=200, le=100_000)] | None = None
@@ -47,7 +69,13 @@ class BankIn(Request):
     enable_semantic_links: bool | None = None
     enable_temporal_links: bool | None = None
     enable_causal_links: bool | None = None
-    directives: list[str] | None = None
+    directives: (
+        Annotated[
+            list[Annotated[str, Field(max_length=MAX_DIRECTIVE_CHARS)]],
+            Field(max_length=MAX_DIRECTIVES),
+        ]
+        | None
+    ) = None
     lifecycle_preset: str | None = None
     lifecycle: dict[str, Any] | None = None
 
@@ -56,8 +84,11 @@ class ConfigPatchIn(Request):
     updates: dict[str, Any]
 
 
+HintText = Annotated[str, Field(max_length=MAX_ENTITY_HINT_CHARS)]
+
+
 class EntityHint(Request):
-    text: str
+    text: HintText
     type: str | None = None
 
 
@@ -66,14 +97,28 @@ class TextBlock(Request):
     text: str
 
 
+DocumentId = Annotated[str, Field(min_length=1, max_length=MAX_DOCUMENT_ID_CHARS)]
+
+
 class MemoryItemIn(Request):
     content: str | list[TextBlock]
-    timestamp: str | None = None
-    context: str | None = None
-    metadata: dict[str, str] | None = None
-    document_id: Annotated[str, Field(min_length=1, max_length=500)] | None = None
-    entities: list[EntityHint | str] | None = None
-    tags: list[str] | None = None
+    timestamp: Annotated[str, Field(max_length=100)] | None = None
+    context: Annotated[str, Field(max_length=MAX_CONTEXT_CHARS)] | None = None
+    metadata: (
+        Annotated[
+            dict[
+                Annotated[str, Field(max_length=MAX_METADATA_KEY_CHARS)],
+                Annotated[str, Field(max_length=MAX_METADATA_VALUE_CHARS)],
+            ],
+            Field(max_length=MAX_METADATA_ENTRIES),
+        ]
+        | None
+    ) = None
+    document_id: Annotated[str, Field(min_length=1, max_length=MAX_DOCUMENT_ID_CHARS)] | None = None
+    entities: Annotated[list[EntityHint | HintText], Field(max_length=MAX_ENTITY_HINTS)] | None = (
+        None
+    )
+    tags: Tags | None = None
     update_mode: Literal["replace", "append"] | None = None
 
     @field_validator("content")
@@ -95,14 +140,5 @@ class MemoryItemIn(Request):
 class RetainIn(Request):
     items: Annotated[list[MemoryItemIn], Field(min_length=1, max_length=MAX_ITEMS_PER_REQUEST)]
     async_: bool = Field(default=False, alias="async")
-    operation_id: Annotated[str, Field(min_length=1, max_length=200)] | None = None
-    document_tags: list[str] | None = None
-
-    @field_validator("items")
-    @classmethod
-    def _total_size(cls, items: list[MemoryItemIn]) -> list[MemoryItemIn]:
-        if sum(len(item.text()) for item in items) > MAX_REQUEST_CHARS:
-            raise ValueError(
-                f"total content exceeds {MAX_REQUEST_CHARS} characters; use the import API"
-            )
-        return items
+    operation_id: OperationId | None = None
+    document_tags: Tags | None = None

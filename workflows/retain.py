@@ -12,7 +12,12 @@ from __future__ import annotations
 import asyncio
 
 from temporalio import workflow
-from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflowError
+from temporalio.exceptions import (
+    ActivityError,
+    ApplicationError,
+    ChildWorkflowError,
+    is_cancelled_exception,
+)
 
 with workflow.unsafe.imports_passed_through():
     from activities.pipeline import PipelineActivities
@@ -78,6 +83,11 @@ class RetainWorkflow:
             await self._end(request, "cancelled", "cancelled")
             raise
         except (ActivityError, ChildWorkflowError, DocumentsFailed) as exc:
+            if is_cancelled_exception(exc):
+                # Cancelled while a step ran (one retrying forever, say): the step reports the
+                # cancellation as its failure; it reads "cancelled" like any other cancel.
+                await self._end(request, "cancelled", "cancelled")
+                raise
             await self._end(request, "failed", error_message(exc))
             raise ApplicationError(error_message(exc), non_retryable=True) from exc
         await self._end(request, "completed", None)

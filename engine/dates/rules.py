@@ -50,7 +50,7 @@ class Context:
     ref: date
 
 
-_Resolver = Callable[[re.Match[str], Context], DayRange | None]
+Rule = Callable[[re.Match[str], Context], DayRange | None]
 
 
 def _is_future(m: re.Match[str], ctx: Context) -> bool:
@@ -296,7 +296,7 @@ def _r_foreign(m: re.Match[str], ctx: Context) -> DayRange | None:
     return day_range(parsed.date()) if day else month_range(parsed.year, parsed.month)
 
 
-RULES: tuple[tuple[re.Pattern[str], _Resolver], ...] = (
+RULES: tuple[tuple[re.Pattern[str], Rule], ...] = (
     (
         re.compile(
             r"(?<![\d/.-])(?P<y>(?:19|20)\d{2})(?P<sep>[-/])(?P<a>\d{1,2})(?P=sep)(?P<b>\d{1,2})"

@@ -10,8 +10,9 @@ from datetime import UTC, date, datetime
 from engine.chinese import default_segmenter, has_han
 from engine.dates.chinese import CHINESE_PREFILTER, CHINESE_RULES
 from engine.dates.days import DayRange, label, midnight
-from engine.dates.rules import PREFILTER, RULES, Context
+from engine.dates.rules import PREFILTER, RULES, Context, Rule
 from engine.dates.vocabulary import YEAR_RE
+from engine.limits import EARLIEST_INSTANT, LATEST_INSTANT
 
 
 @dataclass(frozen=True)
@@ -45,7 +46,7 @@ def find_time_spans(text: str, reference: datetime) -> list[TimeSpan]:
     found: list[tuple[int, int, DayRange]] = []
     for pattern, resolve in RULES if english else ():
         for m in pattern.finditer(text):
-            rng = resolve(m, ctx)
+            rng = _resolved(resolve, m, ctx)
             if rng is not None and rng[0] < rng[1]:
                 found.append((m.start(), m.end(), rng))
     if chinese:
@@ -63,16 +64,35 @@ def find_time_spans(text: str, reference: datetime) -> list[TimeSpan]:
             kept.append(cand)
     spans: list[TimeSpan] = []
     for start, end, (first, after) in sorted(kept, key=lambda f: f[0]):
-        spans.append(
-            TimeSpan(
-                start=midnight(first, ref_dt),
-                end=midnight(after, ref_dt),
-                expression=text[start:end],
-                char_start=start,
-                char_end=end,
-            )
+        span = TimeSpan(
+            start=midnight(first, ref_dt),
+            end=midnight(after, ref_dt),
+            expression=text[start:end],
+            char_start=start,
+            char_end=end,
         )
+        if _storable(span):
+            spans.append(span)
     return spans
+
+
+def _resolved(resolve: Rule, m: re.Match[str], ctx: Context) -> DayRange | None:
+    """The rule's range, or None when it falls off Python's calendar (years 1-9999): "next
+    year" said in 9999 names no date that can be held, so it is no date at all."""
+    try:
+        return resolve(m, ctx)
+    except (OverflowError, ValueError):
+        return None
+
+
+def _storable(span: TimeSpan) -> bool:
+    """Both ends within the instants every later step can do arithmetic on
+    (engine/limits.py), so no date found in text or a query can overflow downstream."""
+    try:
+        start, end = span.start.astimezone(UTC), span.end.astimezone(UTC)
+    except OverflowError:
+        return False
+    return start >= EARLIEST_INSTANT and end <= LATEST_INSTANT
 
 
 def merge_spans(spans: Sequence[TimeSpan], text: str) -> TimeSpan | None:
@@ -97,6 +117,19 @@ def merge_spans(spans: Sequence[TimeSpan], text: str) -> TimeSpan | None:
 _BARE_YEAR = re.compile(r"(?<![\w.$£€])" + YEAR_RE)
 
 
+def _bare_year(m: re.Match[str], ref_dt: datetime) -> TimeSpan | None:
+    year = int(m.group("y"))
+    if not 1 <= year < 9999:
+        return None
+    return TimeSpan(
+        start=midnight(date(year, 1, 1), ref_dt),
+        end=midnight(date(year + 1, 1, 1), ref_dt),
+        expression=m.group(0),
+        char_start=m.start(),
+        char_end=m.end(),
+    )
+
+
 def parse_query_window(query: str, reference: datetime) -> TimeSpan | None:
     """The single best time window of a search query, or None when it names no time.
 
@@ -106,13 +139,8 @@ def parse_query_window(query: str, reference: datetime) -> TimeSpan | None:
     if not spans:
         ref_dt = reference if reference.tzinfo is not None else reference.replace(tzinfo=UTC)
         spans = [
-            TimeSpan(
-                start=midnight(date(int(m.group("y")), 1, 1), ref_dt),
-                end=midnight(date(int(m.group("y")) + 1, 1, 1), ref_dt),
-                expression=m.group(0),
-                char_start=m.start(),
-                char_end=m.end(),
-            )
+            span
             for m in _BARE_YEAR.finditer(query)
+            if (span := _bare_year(m, ref_dt)) is not None and _storable(span)
         ]
     return merge_spans(spans, query)

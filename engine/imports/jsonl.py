@@ -12,6 +12,7 @@ import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
+from engine.errors import Unprocessable
 from engine.imports.model import ImportOptions, RecordError, SourceFile, fallback_document_id
 from engine.imports.records import (
     Message,
@@ -22,6 +23,7 @@ from engine.imports.records import (
     text_items,
 )
 from engine.retain.payloads import RetainItem
+from engine.validation import check_json
 
 _TEXT_KEYS = ("content", "text", "message")
 _TIME_KEYS = ("timestamp", "time", "created_at", "create_time", "date")
@@ -156,11 +158,17 @@ def parse_records(
 
 
 def loads(text: str) -> object:
-    """`json.loads` where absurd nesting is one more bad record, not a crash."""
+    """`json.loads` where absurd nesting, or text that cannot be stored (a NUL, a lone
+    surrogate, a number beyond a bigint), is one more bad record, not a crash."""
     try:
-        return json.loads(text)
+        value = json.loads(text)
     except RecursionError as exc:
         raise ValueError("nested too deeply") from exc
+    try:
+        check_json(value)
+    except Unprocessable as exc:
+        raise ValueError(str(exc)) from exc
+    return value
 
 
 def decode_lines(source: SourceFile, errors: list[RecordError]) -> Iterator[tuple[str, object]]:

@@ -15,8 +15,10 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 
+from engine.errors import Unprocessable
 from engine.imports.model import MAX_DOCUMENT_CHARS, MAX_ITEM_CHARS, ImportDocument
 from engine.retain.payloads import RetainItem
+from engine.validation import check_instant
 
 # Epoch numbers above this are milliseconds (1e11 s is in the year 5138).
 _MILLISECONDS_FROM = 100_000_000_000
@@ -60,7 +62,10 @@ def parse_timestamp(raw: object) -> datetime | None:
         except ValueError as exc:
             raise RecordInvalid(f"timestamp {raw!r} is not ISO-8601") from exc
         value = datetime(day.year, day.month, day.day)
-    return value if value.tzinfo else value.replace(tzinfo=UTC)
+    try:
+        return check_instant(value, "timestamp")
+    except Unprocessable as exc:
+        raise RecordInvalid(f"timestamp {raw!r} {exc.message}") from exc
 
 
 def as_text(value: object) -> str | None:

@@ -17,6 +17,7 @@ from datetime import timedelta
 from pgvector import Vector
 
 from engine.db import Connection
+from engine.limits import EARLIEST_INSTANT, LATEST_INSTANT
 from engine.recall.filters import ACTIVE, filter_args, filter_sql, visible_states
 from engine.recall.semantic import SCAN_SETTINGS
 from engine.recall.types import ArmHit, ArmResult, FloatVector, RecallRequest, TimeWindow
@@ -93,6 +94,15 @@ GROUP BY m.id
 """
 
 
+def clamp_window(window: TimeWindow) -> TimeWindow:
+    """The window within the instants engine/limits.py admits. The edge rejects dates
+    outside them and the date rules drop such ranges; this keeps the SQL and the
+    arithmetic here safe from any other caller."""
+    start = min(max(window.start, EARLIEST_INSTANT), LATEST_INSTANT)
+    end = min(max(window.end, EARLIEST_INSTANT), LATEST_INSTANT)
+    return TimeWindow(start, max(start, end))
+
+
 async def temporal_arm(
     conn: Connection,
     request: RecallRequest,
@@ -108,6 +118,7 @@ async def temporal_arm(
     started = time.perf_counter()
     if window is None:
         return ArmResult("temporal", [], 0.0, "no time window in the query")
+    window = clamp_window(window)
     args = filter_args(request)
     window_args = (*args, Vector(vector), window.start, window.end, limit)
     if window.end - window.start <= EXACT_WINDOW:

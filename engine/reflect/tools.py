@@ -11,6 +11,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from engine.limits import MAX_QUERY_CHARS
+
 ToolName = Literal["search_mental_models", "search_observations", "recall", "expand", "done"]
 TOOL_NAMES: tuple[ToolName, ...] = (
     "search_mental_models",
@@ -20,7 +22,6 @@ TOOL_NAMES: tuple[ToolName, ...] = (
     "done",
 )
 SEARCH_TOOLS: tuple[ToolName, ...] = ("search_mental_models", "search_observations", "recall")
-MAX_QUERY_CHARS = 2000
 
 _QUERY = {"type": "string", "description": "what to look for, in plain words"}
 

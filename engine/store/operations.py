@@ -47,10 +47,13 @@ async def register_operation(
     request_hash: str,
 ) -> tuple[Operation, bool]:
     """Record a new operation; returns (operation, created). The same id for the same request
-    returns the existing one; for a different request it is a Conflict."""
+    returns the existing one; for a different request it is a Conflict. A bank that no longer
+    exists is NotFound: work that outlived its bank's deletion (a consolidation starting as
+    the bank went) must not leave a row for a re-created bank of the same name to inherit."""
     row = await conn.fetchrow(
         f"INSERT INTO operations (operation_id, bank_id, kind, workflow_id, request_hash)"
-        f" VALUES ($1, $2, $3, $4, $5) ON CONFLICT (operation_id) DO NOTHING"
+        f" SELECT $1, $2, $3, $4, $5 WHERE EXISTS (SELECT 1 FROM banks WHERE bank_id = $2)"
+        f" ON CONFLICT (operation_id) DO NOTHING"
         f" RETURNING {_COLUMNS}",
         operation_id,
         bank_id,
@@ -63,7 +66,8 @@ async def register_operation(
     existing = await conn.fetchrow(
         f"SELECT {_COLUMNS}, request_hash FROM operations WHERE operation_id = $1", operation_id
     )
-    assert existing is not None
+    if existing is None:
+        raise NotFound("bank", bank_id)
     if existing["request_hash"] != request_hash or existing["bank_id"] != bank_id:
         raise Conflict(f"operation_id {operation_id!r} was already used for a different request")
     values = dict(existing)
@@ -125,3 +129,13 @@ async def list_operations(
         status,
     )
     return [_operation(r) for r in rows], int(total)
+
+
+async def open_workflow_ids(conn: Connection, bank_id: str) -> list[str]:
+    """Workflows of the bank's operations still pending or running."""
+    rows = await conn.fetch(
+        "SELECT workflow_id FROM operations"
+        " WHERE bank_id = $1 AND status IN ('pending', 'running') ORDER BY created_at",
+        bank_id,
+    )
+    return [row["workflow_id"] for row in rows]

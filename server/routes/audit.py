@@ -12,12 +12,13 @@ from starlette.routing import Route
 from engine.auth.audit import AuditEntry, audit_counts, list_audit
 from engine.errors import InvalidInput
 from engine.store.banks import get_bank
-from server.http import int_param, iso, json_response, path_param, services_of
+from engine.validation import check_instant
+from server.http import int_param, iso, json_response, path_param, services_of, text_param
 
 
 def _date(request: Request, name: str) -> datetime | None:
-    raw = request.query_params.get(name)
-    if not raw:
+    raw = text_param(request, name)
+    if raw is None:
         return None
     try:
         value = datetime.fromisoformat(raw)
@@ -25,7 +26,7 @@ def _date(request: Request, name: str) -> datetime | None:
         raise InvalidInput(name, "must be an ISO-8601 date-time") from exc
     if value.tzinfo is None:
         raise InvalidInput(name, "must have a time zone (e.g. Z or +00:00)")
-    return value
+    return check_instant(value, name)
 
 
 def entry_json(entry: AuditEntry) -> dict[str, Any]:
@@ -63,8 +64,8 @@ async def list_audit_logs(request: Request) -> Response:
         entries, total = await list_audit(
             conn,
             bank_id,
-            action=request.query_params.get("action") or None,
-            transport=request.query_params.get("transport") or None,
+            action=text_param(request, "action"),
+            transport=text_param(request, "transport"),
             start=start,
             end=end,
             limit=limit,
@@ -95,9 +96,7 @@ async def audit_log_stats(request: Request) -> Response:
     start = datetime.now(UTC) - span
     async with services_of(request).pool.acquire() as conn:
         await get_bank(conn, bank_id)
-        counts = await audit_counts(
-            conn, bank_id, trunc, start, request.query_params.get("action") or None
-        )
+        counts = await audit_counts(conn, bank_id, trunc, start, text_param(request, "action"))
     return json_response(
         {
             "bank_id": bank_id,

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
+from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
+from temporalio.service import RPCError
 
 from engine.errors import InvalidInput
 from engine.mental_models.store import bank_schedule_ids
@@ -20,6 +24,7 @@ from engine.store.banks import (
     put_bank,
     reset_bank_config,
 )
+from engine.store.operations import open_workflow_ids
 from server.http import (
     int_param,
     iso,
@@ -32,7 +37,10 @@ from server.http import (
 from server.lifecycle import delete_lifecycle_schedule, ensure_lifecycle_schedule
 from server.mental_models import delete_schedule
 from server.schemas import BankIn, ConfigPatchIn
+from workflows.consolidation import consolidation_workflow_id
 
+# How long deleting a bank waits for its cancelled workflows to close before it deletes anyway.
+STOP_WAIT_S = 10.0
 # Hindsight's extraction modes mapped to ours: verbatim modes store chunks as they are; the
 # others are LLM styles, which fall back to the server default (llm with a key, else local).
 HINDSIGHT_MODES = {"verbatim": "none", "chunks": "none", "concise": "", "verbose": "", "custom": ""}
@@ -143,9 +151,30 @@ async def list_all(request: Request) -> Response:
     )
 
 
+async def stop_work(client: Client, workflow_ids: list[str]) -> None:
+    """Cancel the workflows and wait (up to STOP_WAIT) for them to close, so a consolidation
+    does not write into the rows the delete is removing (a deadlock) or record its operation
+    after the bank is gone. A workflow already closed or unknown is skipped."""
+    handles = [client.get_workflow_handle(workflow_id) for workflow_id in workflow_ids]
+    for handle in handles:
+        with contextlib.suppress(RPCError):
+            await handle.cancel()
+
+    async def closed(handle: WorkflowHandle[Any, Any]) -> None:
+        with contextlib.suppress(WorkflowFailureError, RPCError):
+            await handle.result()
+
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(asyncio.gather(*(closed(h) for h in handles)), STOP_WAIT_S)
+
+
 async def delete(request: Request) -> Response:
     bank_id = path_param(request, "bank_id")
     services = services_of(request)
+    async with services.pool.acquire() as conn:
+        await get_bank(conn, bank_id)
+        running = await open_workflow_ids(conn, bank_id)
+    await stop_work(services.temporal, [*running, consolidation_workflow_id(bank_id)])
     async with services.pool.acquire() as conn:
         schedules = await bank_schedule_ids(conn, bank_id)
         await delete_bank(conn, bank_id)
@@ -199,10 +228,10 @@ async def get_config(request: Request) -> Response:
 async def patch_config(request: Request) -> Response:
     body = await parse_body(request, ConfigPatchIn)
     patch = BankIn.model_validate(body.updates)
-    async with services_of(request).pool.acquire() as conn:
-        bank = await put_bank(
-            conn, path_param(request, "bank_id"), config_changes=config_changes(patch)
-        )
+    bank_id = path_param(request, "bank_id")
+    async with services_of(request).pool.acquire() as conn, conn.transaction():
+        await get_bank(conn, bank_id)  # configuring is not creating: an unknown bank is a 404
+        bank = await put_bank(conn, bank_id, config_changes=config_changes(patch))
     await ensure_lifecycle_schedule(services_of(request), bank)
     return json_response(config_json(bank))
 

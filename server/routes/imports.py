@@ -41,7 +41,7 @@ from temporalio.common import WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError
 
-from engine.errors import InvalidInput
+from engine.errors import InvalidInput, Unprocessable
 from engine.imports.export import export_records
 from engine.imports.model import MAX_REPORTED_ERRORS, ImportOptions, ParsedImport, SourceFile
 from engine.imports.parse import parse_import
@@ -50,7 +50,8 @@ from engine.imports.staging import ImportSummary, get_import, stage_import
 from engine.retain.options import retain_options
 from engine.store.banks import ensure_bank, get_bank
 from engine.store.operations import Operation, get_operation, register_operation
-from server.http import check_visible, iso, json_response, path_param, services_of
+from engine.validation import printable, text_problem
+from server.http import check_visible, iso, json_object, json_response, path_param, services_of
 from server.lifecycle import ensure_lifecycle_schedule
 from server.routes.retain import TERMINAL, WIRE_STATUS, reconcile
 from server.services import Services
@@ -100,21 +101,28 @@ class ImportIn(_Body):
         )
 
 
-def _decode(raw: bytes) -> ImportIn:
-    try:
-        data = json.loads(raw) if raw.strip() else {}
-    except json.JSONDecodeError as exc:
-        raise InvalidInput("body", f"is not valid JSON ({exc.msg} at {exc.pos})") from exc
-    if not isinstance(data, dict):
-        raise InvalidInput("body", "must be a JSON object")
-    return ImportIn.model_validate(data)
+def _check_records(parsed: ParsedImport) -> None:
+    """Text inside the files (JSON escapes decoded by the parsers) passes the same check as
+    the request body's: nothing unstorable reaches staging or the worker."""
+    for document in parsed.documents:
+        for index, item in enumerate(document.items):
+            texts = [item.content, item.context, *item.tags, *item.entities]
+            texts += [*item.metadata.keys(), *item.metadata.values()]
+            for text in texts:
+                problem = text_problem(text)
+                if problem is not None:
+                    raise Unprocessable(
+                        "content",
+                        f"document {printable(document.document_id)!r} item {index} {problem}",
+                    )
 
 
 def _prepare(raw: bytes, bank_id: str) -> tuple[ImportIn, ParsedImport, str]:
     """CPU work, off the event loop: decode, parse, and the request's fingerprint."""
-    body = _decode(raw)
+    body = ImportIn.model_validate(json_object(raw))
     sources = body.sources()
     parsed = parse_import(sources, body.options())
+    _check_records(parsed)
     digest = hashlib.sha256(bank_id.encode())
     for source in sources:
         digest.update(f"\x1e{len(source.name)}:{source.name}{len(source.content)}:".encode())

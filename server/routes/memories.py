@@ -32,6 +32,7 @@ from engine.store.memories import (
     list_memories,
     memory_links,
 )
+from engine.validation import check_instant
 from server.http import (
     choice_param,
     int_param,
@@ -40,6 +41,9 @@ from server.http import (
     path_param,
     principal_of,
     services_of,
+    text_param,
+    texts_param,
+    uuid_param,
 )
 from server.routes.observations import observation_fields
 
@@ -58,14 +62,16 @@ TAG_MODES = ("any", "all", "any_strict", "all_strict", "exact")
 
 
 def _date_param(request: Request, name: str) -> datetime | None:
-    raw = request.query_params.get(name)
-    if not raw:
+    raw = text_param(request, name)
+    if raw is None:
         return None
     try:
         value = datetime.fromisoformat(raw.replace("Z", "+00:00"))
     except ValueError as exc:
         raise InvalidInput(name, f"is not an ISO-8601 date or datetime: {raw!r}") from exc
-    return value if value.tzinfo else value.replace(tzinfo=datetime.now().astimezone().tzinfo)
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=datetime.now().astimezone().tzinfo)
+    return check_instant(value, name)
 
 
 def memory_item(memory: Memory) -> dict[str, Any]:
@@ -109,10 +115,10 @@ async def list_memory_route(request: Request) -> Response:
     tags_match: TagsMatch = choice_param(request, "tags_match", TAG_MODES) or "any"  # type: ignore[assignment]
     where = MemoryFilter(
         fact_type=choice_param(request, "type", FACT_TYPES),
-        document_id=request.query_params.get("document_id") or None,
-        entity_id=request.query_params.get("entity_id") or None,
-        text=request.query_params.get("q") or None,
-        tags=request.query_params.getlist("tags"),
+        document_id=text_param(request, "document_id"),
+        entity_id=uuid_param(request, "entity_id"),
+        text=text_param(request, "q"),
+        tags=texts_param(request, "tags"),
         tags_match=tags_match,
         time_field=time_field,
         start=start,
@@ -194,7 +200,7 @@ async def list_documents_route(request: Request) -> Response:
     async with services_of(request).pool.acquire() as conn:
         await get_bank(conn, bank_id)
         documents, total = await list_documents(
-            conn, bank_id, request.query_params.get("q") or None, limit, offset
+            conn, bank_id, text_param(request, "q"), limit, offset
         )
     return json_response(
         {

@@ -16,6 +16,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from engine.errors import InvalidInput
+from engine.limits import MAX_NAME_CHARS, MAX_RECALL_TOKENS
 from engine.mental_models.payloads import Kind
 from engine.mental_models.store import (
     MentalModel,
@@ -46,6 +47,7 @@ from server.http import (
     parse_body,
     path_param,
     services_of,
+    texts_param,
 )
 from server.mental_models import delete_schedule, submit_refresh, sync_schedule
 from server.schemas import Request as Body
@@ -55,30 +57,38 @@ DETAILS = ("metadata", "content", "full")
 TAGS_MATCH = ("any", "all", "any_strict", "all_strict", "exact")
 
 
+# A year: the longest a refresh interval can usefully be, and far from overflowing a timedelta.
+MAX_INTERVAL_S = 366 * 24 * 3600
+Tokens = Annotated[int, Field(ge=1, le=MAX_RECALL_TOKENS)]
+
+
 class TriggerIn(Body):
     budget: Literal["low", "mid", "high"] | None = None
     mode: Literal["full", "delta"] | None = None
     refresh_after_consolidation: StrictBool | None = None
     refresh_cron: str | None = None
     full_refresh_cron: str | None = None
-    min_refresh_interval_seconds: Annotated[int, Field(ge=0)] | None = None
+    min_refresh_interval_seconds: Annotated[int, Field(ge=0, le=MAX_INTERVAL_S)] | None = None
     fact_types: list[Literal["world", "experience", "observation"]] | None = None
     exclude_mental_models: StrictBool | None = None
     exclude_mental_model_ids: list[str] | None = None
     tags_match: Literal["any", "all", "any_strict", "all_strict", "exact"] | None = None
     tag_groups: list[Any] | None = None
     include_chunks: StrictBool | None = None
-    recall_max_tokens: Annotated[int, Field(ge=1)] | None = None
-    recall_chunks_max_tokens: Annotated[int, Field(ge=1)] | None = None
-    reflect_search_observations_max_tokens: Annotated[int, Field(ge=1)] | None = None
+    recall_max_tokens: Tokens | None = None
+    recall_chunks_max_tokens: Tokens | None = None
+    reflect_search_observations_max_tokens: Tokens | None = None
     reflect_search_observations_include_entities: StrictBool | None = None
     response_schema: dict[str, Any] | None = None
     keep_trace: StrictBool | None = None
 
 
+Name = Annotated[str, Field(max_length=MAX_NAME_CHARS)]
+
+
 class CreateIn(Body):
     id: str | None = None
-    name: str
+    name: Name
     source_query: str | None = None
     tags: list[str] | None = None
     max_tokens: int | None = None
@@ -88,7 +98,7 @@ class CreateIn(Body):
 
 
 class UpdateIn(Body):
-    name: str | None = None
+    name: Name | None = None
     source_query: str | None = None
     max_tokens: int | None = None
     tags: list[str] | None = None
@@ -201,7 +211,7 @@ async def create(request: Request) -> Response:
 
 async def list_all(request: Request) -> Response:
     bank_id = path_param(request, "bank_id")
-    tags = request.query_params.getlist("tags")
+    tags = texts_param(request, "tags")
     tags_match = cast(TagsMatch, choice_param(request, "tags_match", TAGS_MATCH) or "any")
     detail = choice_param(request, "detail", DETAILS) or "metadata"
     kind = cast(Kind | None, choice_param(request, "kind", ("model", "report")))

@@ -20,6 +20,7 @@ from temporalio.client import WorkflowFailureError
 from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflowError
 
 from engine.errors import InvalidInput, NotFound, OperationFailed
+from engine.limits import MAX_QUERY_CHARS, MAX_RECALL_TOKENS
 from engine.recall.types import Budget
 from engine.reflect.answer import directives_of
 from engine.reflect.payloads import Evidence, ReflectInput, ReflectOutput
@@ -27,7 +28,6 @@ from engine.store.banks import get_bank
 from engine.store.memories import TagsMatch
 from engine.types import FactType
 from server.http import iso, json_response, parse_body, path_param, services_of
-from server.recall_schemas import MAX_QUERY_CHARS
 from server.schemas import Request as Body
 from workflows.reflect import ReflectWorkflow, reflect_workflow_id
 from workflows.retain import error_message
@@ -59,7 +59,9 @@ class ReflectIn(Body):
     fact_types: list[FactType] | None = None
     exclude_mental_models: bool | None = None
     exclude_mental_model_ids: list[str] | None = None
-    reflect_search_observations_max_tokens: Annotated[int, Field(ge=1)] | None = None
+    reflect_search_observations_max_tokens: (
+        Annotated[int, Field(ge=1, le=MAX_RECALL_TOKENS)] | None
+    ) = None
     reflect_search_observations_include_entities: bool | None = None
 
 

@@ -15,6 +15,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from engine.db import Pool
 from engine.embedding import Embedder
+from engine.limits import MAX_CONTEXT_CHARS
 from engine.settings import Settings
 from server.retain import retain_workflow_id
 
@@ -90,8 +91,9 @@ async def test_one_document_per_message_runs_in_a_few_batches_with_exact_counts(
 async def test_large_items_are_staged_not_carried_in_workflow_payloads(
     api: httpx.AsyncClient, pool: Pool, bank_id: str
 ) -> None:
-    """One item of 960,000 characters and one with a 2,000,000-character context: payloads
-    carry ids only, so neither meets Temporal's payload limit."""
+    """One item of 960,000 characters and one with the largest context the edge admits:
+    payloads carry ids only, so neither meets Temporal's payload limit (a 2,000,000-character
+    context is refused at the edge: tests/api/test_hostile_input.py)."""
     # Large chunks and no extraction: the test is about carrying the text, not embedding it.
     config = {"extraction_mode": "none", "chunk_size": 100_000}
     put = await api.put(f"{BASE}/{bank_id}", json=config)
@@ -101,7 +103,11 @@ async def test_large_items_are_staged_not_carried_in_workflow_payloads(
     big = big + "x" * (960_000 - len(big))
     items = [
         {"content": big, "document_id": "big"},
-        {"content": "Tomas fixed the oar.", "context": "c" * 2_000_000, "document_id": "ctx"},
+        {
+            "content": "Tomas fixed the oar.",
+            "context": "c" * MAX_CONTEXT_CHARS,
+            "document_id": "ctx",
+        },
     ]
     body = await retain(api, bank_id, {"items": items})
     assert body["documents"] == 2
@@ -115,7 +121,7 @@ async def test_large_items_are_staged_not_carried_in_workflow_payloads(
             bank_id,
         )
     assert chunks >= 900_000
-    assert context == 2_000_000
+    assert context == MAX_CONTEXT_CHARS
 
 
 async def test_an_out_of_range_timestamp_is_refused_and_the_bank_keeps_working(
@@ -127,7 +133,7 @@ async def test_an_out_of_range_timestamp_is_refused_and_the_bank_keeps_working(
             json={"items": [{"content": "Ines sold the boat.", "timestamp": stamp}]},
         )
         assert response.status_code == 400, response.text
-        assert response.json()["field"] == "items[0].timestamp"
+        assert response.json()["field"] == "items.0.timestamp"
     body = await retain(api, bank_id, {"items": [{"content": "Tomas bought a new boat."}]})
     assert body["facts_added"] > 0
 

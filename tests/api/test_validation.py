@@ -15,7 +15,7 @@ BASE = "/v1/default/banks"
         ({"items": []}, 422, "items"),
         ({"items": [{"content": ""}]}, 422, "items.0.content"),
         ({"items": [{"text": "no content key"}]}, 422, "items.0.content"),
-        ({"items": [{"content": "x", "timestamp": "last tuesday"}]}, 400, "items[0].timestamp"),
+        ({"items": [{"content": "x", "timestamp": "last tuesday"}]}, 400, "items.0.timestamp"),
         ({"items": [{"content": "x", "metadata": {"n": 1}}]}, 422, "items.0.metadata.n"),
         ({"items": [{"content": "x", "update_mode": "merge"}]}, 422, "items.0.update_mode"),
         ({"items": "not a list"}, 422, "items"),

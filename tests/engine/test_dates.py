@@ -8,6 +8,9 @@ from datetime import UTC, date, datetime, timedelta, timezone
 import pytest
 
 from engine.dates import TimeSpan, find_time_spans, merge_spans, parse_query_window
+from engine.limits import EARLIEST_INSTANT, LATEST_INSTANT
+from engine.recall.temporal import clamp_window
+from engine.recall.types import TimeWindow
 
 # Saturday 3 May 2025, mid-morning UTC.
 REF = datetime(2025, 5, 3, 10, 0, tzinfo=UTC)
@@ -234,3 +237,27 @@ def test_finding_spans_is_fast_on_chat_sentences() -> None:
     for sentence in sentences:
         find_time_spans(sentence, REF)
     assert time.perf_counter() - started < 1.0  # measured ~0.03 s for 1,000 sentences
+
+
+@pytest.mark.parametrize(
+    ("text", "reference"),
+    [
+        ("what did I do last year", datetime(1, 6, 1, tzinfo=UTC)),
+        ("what will I do next year", datetime(9999, 6, 1, tzinfo=UTC)),
+        ("the week after next", datetime(9999, 12, 25, tzinfo=UTC)),
+        ("three days ago", datetime(1, 1, 2, tzinfo=timezone(timedelta(hours=14)))),
+        ("in 9999", datetime(9999, 6, 1, tzinfo=UTC)),
+    ],
+)
+def test_ranges_off_the_calendar_are_no_dates(text: str, reference: datetime) -> None:
+    """Years 1 and 9999 at the reference: the range would leave Python's calendar (or the
+    instants engine/limits.py admits), so the expression names no date instead of raising."""
+    assert find_time_spans(text, reference) == []
+    window = parse_query_window(text, reference)
+    assert window is None
+
+
+def test_a_temporal_window_is_clamped_to_the_admitted_instants() -> None:
+    window = TimeWindow(datetime.min.replace(tzinfo=UTC), datetime.max.replace(tzinfo=UTC))
+    clamped = clamp_window(window)
+    assert (clamped.start, clamped.end) == (EARLIEST_INSTANT, LATEST_INSTANT)

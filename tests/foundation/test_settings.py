@@ -50,6 +50,7 @@ def test_external_services_and_a_key_switch_modes() -> None:
             {"ENGRAM_RECALL_TOKEN_CACHE_MB": "lots"},
             "ENGRAM_RECALL_TOKEN_CACHE_MB must be an integer",
         ),
+        ({"ENGRAM_MAX_IN_FLIGHT": "0"}, "ENGRAM_MAX_IN_FLIGHT must be at least 1"),
     ],
 )
 def test_bad_values_are_named(env: dict[str, str], message: str) -> None:

@@ -10,10 +10,11 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -88,7 +89,9 @@ def http(method: str, url: str, body: Any = None, timeout: float = 60) -> tuple[
 def wait_until_ready(process: subprocess.Popen[str], url: str) -> None:
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:
-        assert process.poll() is None, f"engram up exited with {process.returncode}"
+        if process.poll() is not None:
+            out = process.stdout.read() if process.stdout is not None else ""
+            raise AssertionError(f"engram up exited with {process.returncode}: {out}")
         try:
             status, _ = http("GET", url, timeout=2)
             if status == 200:
@@ -207,22 +210,102 @@ def cmdline(pid: int) -> str:
     return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
 
 
-def test_a_dying_child_is_named_and_stops_the_stack(ports: Ports, home: Path) -> None:
+def wait_for(condition: Callable[[], bool], what: str, timeout: float = START_TIMEOUT_S) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.2)
+
+
+def answers(url: str) -> bool:
+    try:
+        return http("GET", url, timeout=5)[0] == 200
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+def child_running(supervisor: int, module: str, other_than: int = -1) -> int | None:
+    found = [p for p in child_pids(supervisor) if f"-m {module}" in cmdline(p)]
+    return next((p for p in found if p != other_than), None)
+
+
+def wait_supervising(process: subprocess.Popen[str]) -> None:
+    """Until `engram up` has finished starting and watches its parts (it prints this last):
+    /ready can answer before then, and a part killed earlier is a failure to start."""
+    assert process.stdout is not None
+    for line in process.stdout:
+        if line.startswith("Press Ctrl-C"):
+            return
+    raise AssertionError(f"engram up exited with {process.wait()} while starting")
+
+
+def respawned(process: subprocess.Popen[str], module: str, old: int) -> int | None:
+    """The pid of the child that replaced `old`; None once the supervisor has exited."""
+    deadline = time.monotonic() + 60
+    while process.poll() is None:
+        assert time.monotonic() < deadline, f"the {module} was not restarted"
+        pid = child_running(process.pid, module, old)
+        if pid is not None:
+            return pid
+        time.sleep(0.1)
+    return None
+
+
+def retain_one(api: str, text: str) -> None:
+    body = {"items": [{"content": text, "timestamp": "2024-06-01T10:00:00Z"}]}
+    status, answer = http("POST", f"{api}/v1/default/banks/heal/memories", body, timeout=120)
+    assert status == 200, answer
+
+
+def test_killed_parts_come_back_and_a_crash_loop_stops_the_stack(ports: Ports, home: Path) -> None:
+    api = f"http://127.0.0.1:{ports.api}"
     process = start(ports, home)
     try:
-        wait_until_ready(process, f"http://127.0.0.1:{ports.api}/ready")
-        worker = next(p for p in child_pids(process.pid) if "-m worker" in cmdline(p))
-        os.kill(worker, signal.SIGKILL)
+        wait_until_ready(process, f"{api}/ready")
+        wait_supervising(process)
+        for module in ("worker", "server"):
+            victim = child_running(process.pid, module)
+            assert victim is not None
+            os.kill(victim, signal.SIGKILL)
+            if respawned(process, module, victim) is None:
+                out = process.stdout.read() if process.stdout is not None else ""
+                raise AssertionError(f"the {module} was not restarted: {out}")
+            wait_for(lambda: answers(f"{api}/ready"), "/ready after a restart")
+        retain_one(api, "Nadia adopted a cat named Miso after the worker was restarted.")
+
+        postmaster = int((home / "postgres" / "postmaster.pid").read_text().split()[0])
+        os.kill(postmaster, signal.SIGKILL)
+        wait_for(lambda: not answers(f"{api}/ready") or _restarted(home, postmaster), "outage")
+        wait_for(lambda: answers(f"{api}/ready"), "/ready after PostgreSQL came back")
+        wait_for(lambda: answers(f"{api}/v1/default/banks/heal/memories/list"), "a read")
+        retain_one(api, "Omar planted a lemon tree after PostgreSQL was restarted.")
+
+        # Killed again and again, the worker is crash-looping: the stack stops, showing its log.
+        pid = child_running(process.pid, "worker")
+        while pid is not None:
+            os.kill(pid, signal.SIGKILL)
+            pid = respawned(process, "worker", pid)
         out, _ = process.communicate(timeout=90)
     finally:
         if process.poll() is None:
             process.kill()
             process.wait()
     assert process.returncode != 0
-    assert "the worker exited" in out and "code -9" in out
+    assert "engram: the worker exited unexpectedly with code -9; restarting it in" in out
+    assert "engram: the HTTP server is running again" in out
+    assert "engram: the PostgreSQL exited unexpectedly with code -9" in out
+    assert "5th failure within 60 s; stopping" in out
+    assert f"Last lines of {home / 'logs' / 'worker.log'}" in out
     for port in (ports.api, ports.temporal):
         with socket.socket() as sock:
             assert sock.connect_ex(("127.0.0.1", port)) != 0, f"port {port} still served"
+
+
+def _restarted(home: Path, old_postmaster: int) -> bool:
+    try:
+        return int((home / "postgres" / "postmaster.pid").read_text().split()[0]) != old_postmaster
+    except (OSError, ValueError, IndexError):
+        return False
 
 
 async def test_external_mode_starts_nothing_embedded(
@@ -248,3 +331,74 @@ async def test_external_mode_starts_nothing_embedded(
         code, out = await asyncio.to_thread(stop, process)
     assert code == 0, out
     assert "(external)" in out
+
+
+def retain_loop(api: str, client: int, stop: threading.Event, acked: list[str]) -> None:
+    """Synchronous one-item retains, one document each, until `stop`; the ids answered 200."""
+    n = 0
+    while not stop.is_set():
+        document = f"c{client}-{n}"
+        n += 1
+        body = {
+            "items": [
+                {"content": f"Visitor {document} signed the guest book.", "document_id": document}
+            ]
+        }
+        try:
+            status, _ = http("POST", f"{api}/v1/default/banks/fault/memories", body, timeout=120)
+        except (urllib.error.URLError, OSError):
+            time.sleep(0.2)
+            continue
+        if status == 200:
+            acked.append(document)
+        else:
+            time.sleep(0.2)
+
+
+def test_acknowledged_retains_survive_postgres_and_temporal_restarts_under_load(
+    ports: Ports, home: Path
+) -> None:
+    api = f"http://127.0.0.1:{ports.api}"
+    process = start(ports, home)
+    try:
+        wait_until_ready(process, f"{api}/ready")
+        wait_supervising(process)
+        assert http("PUT", f"{api}/v1/default/banks/fault", {})[0] == 200
+        stop_event = threading.Event()
+        acked: list[str] = []
+        clients = [
+            threading.Thread(target=retain_loop, args=(api, c, stop_event, acked)) for c in range(3)
+        ]
+        for thread in clients:
+            thread.start()
+        try:
+            wait_for(lambda: len(acked) >= 3, "retains before the fault")
+            postmaster = int((home / "postgres" / "postmaster.pid").read_text().split()[0])
+            os.kill(postmaster, signal.SIGKILL)
+            before = len(acked)
+            wait_for(lambda: _restarted(home, postmaster), "PostgreSQL to be restarted")
+            wait_for(lambda: len(acked) >= before + 3, "retains after PostgreSQL's restart")
+            temporal = next(p for p in child_pids(process.pid) if "start-dev" in cmdline(p))
+            os.kill(temporal, signal.SIGKILL)
+            before = len(acked)
+            wait_for(lambda: len(acked) >= before + 3, "retains after Temporal's restart")
+        finally:
+            stop_event.set()
+            for thread in clients:
+                thread.join(150)
+        wait_for(lambda: answers(f"{api}/ready"), "/ready after the fault")
+        status, listed = http("GET", f"{api}/v1/default/banks/fault/documents?limit=1000")
+        assert status == 200, listed
+        stored = [item["id"] for item in listed["items"]]
+        assert set(acked) <= set(stored), sorted(set(acked) - set(stored))
+        for document in acked:
+            status, chunks = http(
+                "GET", f"{api}/v1/default/banks/fault/documents/{document}/chunks"
+            )
+            assert status == 200, chunks
+            assert len(chunks["items"]) == 1, (document, chunks)
+    finally:
+        code, out = stop(process)
+    assert code == 0, out
+    assert "engram: the PostgreSQL exited unexpectedly with code -9" in out
+    assert "engram: the Temporal exited unexpectedly with code -9" in out
