@@ -25,7 +25,10 @@ from engine.db import Pool, pending_migrations
 from engine.store.status import memory_status
 from server.errors import EXCEPTION_HANDLERS
 from server.metrics import HTTPMetrics, MemoryGauges, MetricsMiddleware, PoolCollector
+from server.openapi import ApiRoute
 from server.recall_metrics import RecallMetrics
+from server.reference import reference_routes
+from server.responses import LiveResponse, VersionResponse
 from server.routes import api_routes
 from server.security import SecurityMiddleware
 from server.services import Services
@@ -124,11 +127,26 @@ def create_app(open_services: ServicesFactory) -> Starlette:
     routes: list[BaseRoute] = [
         Route("/health", health, methods=["GET"]),
         Route("/ready", ready, methods=["GET"]),
-        Route("/health/live", live, methods=["GET"]),
+        ApiRoute(
+            "/health/live",
+            live,
+            methods=["GET"],
+            tag="monitoring",
+            summary="Liveness",
+            response=LiveResponse,
+        ),
         Route("/health/ready", ready, methods=["GET"]),
-        Route("/version", version, methods=["GET"]),
+        ApiRoute(
+            "/version",
+            version,
+            methods=["GET"],
+            tag="monitoring",
+            summary="API version and features",
+            response=VersionResponse,
+        ),
         Route("/metrics", metrics_endpoint, methods=["GET"]),
         *api_routes(),
+        *reference_routes(ENGRAM_VERSION),
     ]
 
     @asynccontextmanager

@@ -30,6 +30,15 @@ from server.http import (
     services_of,
 )
 from server.mental_models import delete_schedule
+from server.openapi import ApiRoute
+from server.queries import PageQuery
+from server.responses import (
+    BankConfigResponse,
+    BankListResponse,
+    BankProfileResponse,
+    BankStatsResponse,
+    DeleteResponse,
+)
 from server.schemas import BankIn, ConfigPatchIn
 
 # Hindsight's extraction modes mapped to ours: verbatim modes store chunks as they are; the
@@ -211,12 +220,71 @@ async def reset_config(request: Request) -> Response:
 def routes() -> list[Route]:
     base = "/v1/default/banks"
     return [
-        Route(base, list_all, methods=["GET"]),
-        Route(base + "/{bank_id}", put, methods=["PUT", "PATCH"]),
-        Route(base + "/{bank_id}", delete, methods=["DELETE"]),
-        Route(base + "/{bank_id}/profile", profile, methods=["GET"]),
-        Route(base + "/{bank_id}/stats", stats, methods=["GET"]),
-        Route(base + "/{bank_id}/config", get_config, methods=["GET"]),
-        Route(base + "/{bank_id}/config", patch_config, methods=["PATCH"]),
-        Route(base + "/{bank_id}/config", reset_config, methods=["DELETE"]),
+        ApiRoute(
+            base,
+            list_all,
+            methods=["GET"],
+            tag="banks",
+            summary="List banks",
+            query=PageQuery,
+            response=BankListResponse,
+        ),
+        ApiRoute(
+            base + "/{bank_id}",
+            put,
+            methods=["PUT", "PATCH"],
+            tag="banks",
+            summary="Create or update a bank",
+            body=BankIn,
+            response=BankProfileResponse,
+        ),
+        ApiRoute(
+            base + "/{bank_id}",
+            delete,
+            methods=["DELETE"],
+            tag="banks",
+            summary="Delete a bank and everything in it",
+            response=DeleteResponse,
+        ),
+        ApiRoute(
+            base + "/{bank_id}/profile",
+            profile,
+            methods=["GET"],
+            tag="banks",
+            summary="A bank's profile",
+            response=BankProfileResponse,
+        ),
+        ApiRoute(
+            base + "/{bank_id}/stats",
+            stats,
+            methods=["GET"],
+            tag="banks",
+            summary="Counts of a bank's memories, links and work",
+            response=BankStatsResponse,
+        ),
+        ApiRoute(
+            base + "/{bank_id}/config",
+            get_config,
+            methods=["GET"],
+            tag="banks",
+            summary="A bank's configuration",
+            response=BankConfigResponse,
+        ),
+        ApiRoute(
+            base + "/{bank_id}/config",
+            patch_config,
+            methods=["PATCH"],
+            tag="banks",
+            summary="Change a bank's configuration",
+            body=ConfigPatchIn,
+            response=BankConfigResponse,
+        ),
+        ApiRoute(
+            base + "/{bank_id}/config",
+            reset_config,
+            methods=["DELETE"],
+            tag="banks",
+            summary="Reset a bank's configuration to the defaults",
+            response=BankConfigResponse,
+        ),
     ]

@@ -41,6 +41,19 @@ from server.http import (
     principal_of,
     services_of,
 )
+from server.openapi import ApiRoute
+from server.queries import MemoryListQuery, PageQuery
+from server.responses import (
+    ChunkResponse,
+    DeleteDocumentResponse,
+    DeleteResponse,
+    DocumentResponse,
+    EntityDetailResponse,
+    EntityListResponse,
+    ListChunksResponse,
+    ListDocumentsResponse,
+    ListMemoryUnitsResponse,
+)
 from server.routes.observations import observation_fields
 
 FACT_TYPES = ("world", "experience", "observation")
@@ -325,16 +338,83 @@ async def get_entity_route(request: Request) -> Response:
 def routes() -> list[Route]:
     base = "/v1/default/banks/{bank_id}"
     return [
-        Route(base + "/memories/list", list_memory_route, methods=["GET"]),
-        Route(base + "/memories", clear_route, methods=["DELETE"]),
+        ApiRoute(
+            base + "/memories/list",
+            list_memory_route,
+            methods=["GET"],
+            tag="memories",
+            summary="List memories",
+            query=MemoryListQuery,
+            response=ListMemoryUnitsResponse,
+        ),
+        ApiRoute(
+            base + "/memories",
+            clear_route,
+            methods=["DELETE"],
+            tag="memories",
+            summary="Delete all of a bank's memories",
+            response=DeleteResponse,
+        ),
         Route(base + "/memories/{memory_id}", get_memory_route, methods=["GET"]),
-        Route(base + "/documents", list_documents_route, methods=["GET"]),
+        ApiRoute(
+            base + "/documents",
+            list_documents_route,
+            methods=["GET"],
+            tag="documents",
+            summary="List documents",
+            query=PageQuery,
+            response=ListDocumentsResponse,
+        ),
         # Document ids may contain "/" (a folder import names documents by relative path),
         # and Starlette decodes %2F before routing: the `path` converter takes them whole.
-        Route(base + "/documents/{document_id:path}/chunks", list_chunks_route, methods=["GET"]),
-        Route(base + "/documents/{document_id:path}", get_document_route, methods=["GET"]),
-        Route(base + "/documents/{document_id:path}", delete_document_route, methods=["DELETE"]),
-        Route("/v1/default/chunks/{chunk_id}", get_chunk_route, methods=["GET"]),
-        Route(base + "/entities", list_entities_route, methods=["GET"]),
-        Route(base + "/entities/{entity_id}", get_entity_route, methods=["GET"]),
+        ApiRoute(
+            base + "/documents/{document_id:path}/chunks",
+            list_chunks_route,
+            methods=["GET"],
+            tag="documents",
+            summary="A document's chunks",
+            query=PageQuery,
+            response=ListChunksResponse,
+        ),
+        ApiRoute(
+            base + "/documents/{document_id:path}",
+            get_document_route,
+            methods=["GET"],
+            tag="documents",
+            summary="One document",
+            response=DocumentResponse,
+        ),
+        ApiRoute(
+            base + "/documents/{document_id:path}",
+            delete_document_route,
+            methods=["DELETE"],
+            tag="documents",
+            summary="Delete a document and its memories",
+            response=DeleteDocumentResponse,
+        ),
+        ApiRoute(
+            "/v1/default/chunks/{chunk_id}",
+            get_chunk_route,
+            methods=["GET"],
+            tag="documents",
+            summary="One chunk",
+            response=ChunkResponse,
+        ),
+        ApiRoute(
+            base + "/entities",
+            list_entities_route,
+            methods=["GET"],
+            tag="entities",
+            summary="List entities",
+            query=PageQuery,
+            response=EntityListResponse,
+        ),
+        ApiRoute(
+            base + "/entities/{entity_id}",
+            get_entity_route,
+            methods=["GET"],
+            tag="entities",
+            summary="One entity with its facts",
+            response=EntityDetailResponse,
+        ),
     ]

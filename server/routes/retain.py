@@ -27,6 +27,14 @@ from server.http import (
     path_param,
     services_of,
 )
+from server.openapi import ApiRoute
+from server.queries import OperationsQuery
+from server.responses import (
+    CancelOperationResponse,
+    OperationResponse,
+    OperationsListResponse,
+    RetainResponse,
+)
 from server.retain import submit_retain, wait_retain
 from server.schemas import RetainIn
 from server.services import Services
@@ -168,8 +176,38 @@ async def cancel(request: Request) -> Response:
 def routes() -> list[Route]:
     base = "/v1/default/banks/{bank_id}"
     return [
-        Route(base + "/memories", retain, methods=["POST"]),
-        Route(base + "/operations", list_all, methods=["GET"]),
-        Route(base + "/operations/{operation_id}", get_one, methods=["GET"]),
-        Route(base + "/operations/{operation_id}", cancel, methods=["DELETE"]),
+        ApiRoute(
+            base + "/memories",
+            retain,
+            methods=["POST"],
+            tag="memories",
+            summary="Retain memories",
+            body=RetainIn,
+            response=RetainResponse,
+        ),
+        ApiRoute(
+            base + "/operations",
+            list_all,
+            methods=["GET"],
+            tag="operations",
+            summary="List a bank's operations",
+            query=OperationsQuery,
+            response=OperationsListResponse,
+        ),
+        ApiRoute(
+            base + "/operations/{operation_id}",
+            get_one,
+            methods=["GET"],
+            tag="operations",
+            summary="One operation's status",
+            response=OperationResponse,
+        ),
+        ApiRoute(
+            base + "/operations/{operation_id}",
+            cancel,
+            methods=["DELETE"],
+            tag="operations",
+            summary="Cancel an operation",
+            response=CancelOperationResponse,
+        ),
     ]
