@@ -24,6 +24,7 @@ from starlette.routing import BaseRoute, Route
 from engine.db import Pool, pending_migrations
 from engine.store.status import memory_status
 from server.errors import EXCEPTION_HANDLERS
+from server.mcp_server.server import mcp_routes
 from server.metrics import HTTPMetrics, MemoryGauges, MetricsMiddleware, PoolCollector
 from server.openapi import ApiRoute
 from server.recall_metrics import RecallMetrics
@@ -147,6 +148,7 @@ def create_app(open_services: ServicesFactory) -> Starlette:
         Route("/metrics", metrics_endpoint, methods=["GET"]),
         *api_routes(),
         *reference_routes(ENGRAM_VERSION),
+        *mcp_routes(),
     ]
 
     @asynccontextmanager

@@ -48,6 +48,7 @@ class BankIn(Request):
     enable_temporal_links: bool | None = None
     enable_causal_links: bool | None = None
     directives: list[str] | None = None
+    mcp_enabled_tools: list[str] | None = None
 
 
 class ConfigPatchIn(Request):

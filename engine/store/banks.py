@@ -45,6 +45,8 @@ class BankConfig:
     enable_temporal_links: bool = True
     enable_causal_links: bool = True
     directives: tuple[str, ...] = ()
+    # The MCP tools this bank exposes (empty: all of them).
+    mcp_enabled_tools: tuple[str, ...] = ()
 
     def validated(self) -> BankConfig:
         self.disposition.validated()
@@ -59,6 +61,7 @@ class BankConfig:
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
         data["directives"] = list(self.directives)
+        data["mcp_enabled_tools"] = list(self.mcp_enabled_tools)
         return data
 
     @classmethod
@@ -69,6 +72,8 @@ class BankConfig:
             values["disposition"] = Disposition(**values["disposition"])
         if "directives" in values:
             values["directives"] = tuple(values["directives"])
+        if "mcp_enabled_tools" in values:
+            values["mcp_enabled_tools"] = tuple(values["mcp_enabled_tools"])
         return cls(**values)
 
 

@@ -29,6 +29,7 @@ from server.http import (
     principal_of,
     services_of,
 )
+from server.mcp_server.tools import TOOLS_BY_NAME
 from server.mental_models import delete_schedule
 from server.openapi import ApiRoute
 from server.queries import PageQuery
@@ -83,6 +84,9 @@ def config_changes(body: BankIn) -> dict[str, Any]:
         changes["extraction_mode"] = HINDSIGHT_MODES[body.retain_extraction_mode]
     if body.extraction_mode is not None:
         changes["extraction_mode"] = body.extraction_mode
+    unknown = sorted(set(body.mcp_enabled_tools or ()) - set(TOOLS_BY_NAME))
+    if unknown:
+        raise InvalidInput("mcp_enabled_tools", f"unknown tools: {', '.join(unknown)}")
     chunk_size = body.chunk_size or body.retain_chunk_size
     if chunk_size is not None:
         changes["chunk_size"] = chunk_size
@@ -94,6 +98,7 @@ def config_changes(body: BankIn) -> dict[str, Any]:
         "enable_temporal_links",
         "enable_causal_links",
         "directives",
+        "mcp_enabled_tools",
     ):
         value = getattr(body, key)
         if value is not None:
