@@ -14,6 +14,7 @@ from server.routes import (
     recall,
     reflect,
     retain,
+    unsupported,
 )
 
 
@@ -28,4 +29,6 @@ def api_routes() -> list[BaseRoute]:
         *reflect.routes(),
         *mental_models.routes(),
         *audit.routes(),
+        # Last: a real route for the same path and method wins over its placeholder.
+        *unsupported.routes(),
     ]
