@@ -65,6 +65,11 @@ class BankStatsResponse(BaseModel):
     links_breakdown: dict[str, Any]
     pending_operations: int
     failed_operations: int
+    operations_by_status: dict[str, int] | None = None
+    last_memory_write_at: Timestamp = None
+    last_consolidated_at: Timestamp = None
+    pending_consolidation: int | None = None
+    failed_consolidation: int | None = None
 
 
 class BankConfigResponse(BaseModel):
@@ -338,3 +343,55 @@ class LiveResponse(BaseModel):
 class NotImplementedResponse(BaseModel):
     detail: str
     use_instead: str | None = None
+
+
+class TimeseriesBucket(BaseModel):
+    time: str
+    world: int = 0
+    experience: int = 0
+    observation: int = 0
+
+
+class MemoriesTimeseriesResponse(BaseModel):
+    bank_id: str
+    period: str
+    trunc: str
+    time_field: str = "created_at"
+    buckets: list[TimeseriesBucket]
+
+
+class TagItem(BaseModel):
+    tag: str
+    count: int
+
+
+class ListTagsResponse(BaseModel):
+    items: list[TagItem]
+    total: int
+    limit: int
+    offset: int
+
+
+class BackgroundResponse(BaseModel):
+    mission: str
+    background: str | None = None
+    disposition: Disposition | None = None
+
+
+class DirectiveResponse(BaseModel):
+    id: str
+    bank_id: str
+    name: str
+    content: str
+    priority: int = 0
+    is_active: bool = True
+    tags: list[str] | None = None
+    created_at: Timestamp = None
+    updated_at: Timestamp = None
+
+
+class DirectiveListResponse(BaseModel):
+    items: list[DirectiveResponse]
+    total: int
+    limit: int
+    offset: int

@@ -121,3 +121,9 @@ def mental_model_line(model: dict[str, Any]) -> str:
 def mental_model_text(model: dict[str, Any]) -> str:
     content = model.get("content") or "(no content yet: it fills after its first refresh)"
     return f"{mental_model_line(model)}\n{content}"
+
+
+def directive_line(d: dict[str, Any]) -> str:
+    state = "" if d.get("is_active", True) else ", inactive"
+    tags = f", tags={','.join(d['tags'])}" if d.get("tags") else ""
+    return f"- {d['id']} (priority {d.get('priority', 0)}{state}{tags}) {d['name']}: {d['content']}"

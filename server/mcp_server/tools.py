@@ -124,6 +124,22 @@ class UpdateMentalModelArgs(Args):
     max_tokens: Annotated[int, Field(ge=256, le=8192)] | None = None
 
 
+class TagsArgs(Args):
+    q: str | None = Field(None, description="Wildcard filter, e.g. 'user:*'")
+    limit: Limit = 50
+
+
+class CreateDirectiveArgs(Args):
+    name: str
+    content: str = Field(description="The rule, e.g. 'Answer in metric units'")
+    priority: int = Field(0, description="Higher is applied first")
+    tags: list[str] | None = None
+
+
+class DirectiveArgs(Args):
+    directive_id: str
+
+
 Run = Callable[[Backend, str, Any], Awaitable[str]]
 
 
@@ -320,6 +336,26 @@ async def clear_mental_model(api: Backend, bank: str, args: MentalModelArgs) -> 
     return f"Cleared the content of mental model {args.mental_model_id}."
 
 
+async def list_tags(api: Backend, bank: str, args: TagsArgs) -> str:
+    body = await api.call("GET", bank_path(bank, "/tags"), params=args.model_dump())
+    return fmt.page_text(body, "tags", lambda t: f"- {t['tag']} ({t['count']} memories)")
+
+
+async def list_directives(api: Backend, bank: str, args: NoArgs) -> str:
+    body = await api.call("GET", bank_path(bank, "/directives"), params={"limit": 200})
+    return fmt.page_text(body, "directives", fmt.directive_line)
+
+
+async def create_directive(api: Backend, bank: str, args: CreateDirectiveArgs) -> str:
+    body = await api.call("POST", bank_path(bank, "/directives"), body=args.model_dump())
+    return "Created " + fmt.directive_line(body)[2:]
+
+
+async def delete_directive(api: Backend, bank: str, args: DirectiveArgs) -> str:
+    await api.call("DELETE", bank_path(bank, f"/directives/{segment(args.directive_id)}"))
+    return f"Deleted directive {args.directive_id}."
+
+
 def _tool(
     name: str,
     description: str,
@@ -448,7 +484,7 @@ TOOLS: tuple[ToolSpec, ...] = (
     ),
     _tool(
         "get_memory",
-        "One memory by id, with its context, entities and document.",
+        "One memory by id (from recall or list_memories), with its context, entities and document.",
         MemoryArgs,
         get_memory,
         "read",
@@ -492,9 +528,41 @@ TOOLS: tuple[ToolSpec, ...] = (
     ),
     _tool(
         "cancel_operation",
-        "Cancel a pending or running operation.",
+        "Cancel a pending or running operation (a retain or import still queued, say). Returns "
+        "whether the cancellation was requested.",
         OperationArgs,
         cancel_operation,
+        "write",
+        destructive=True,
+    ),
+    _tool(
+        "list_tags",
+        "List the tags memories carry, most used first, to pick tags for recall filters. "
+        'Example: {"q": "project:*"}',
+        TagsArgs,
+        list_tags,
+        "read",
+    ),
+    _tool(
+        "list_directives",
+        "List the bank's directives: standing rules reflect follows (id, priority, rule).",
+        NoArgs,
+        list_directives,
+        "read",
+    ),
+    _tool(
+        "create_directive",
+        "Add a standing rule for reflect's answers, when the user states how answers should "
+        'be. Example: {"name": "Units", "content": "Always use metric units", "priority": 5}',
+        CreateDirectiveArgs,
+        create_directive,
+        "write",
+    ),
+    _tool(
+        "delete_directive",
+        "Remove a directive by id (list_directives shows the ids); reflect stops following it.",
+        DirectiveArgs,
+        delete_directive,
         "write",
         destructive=True,
     ),
@@ -531,7 +599,7 @@ TOOLS: tuple[ToolSpec, ...] = (
     ),
     _tool(
         "delete_mental_model",
-        "Delete a mental model and its history.",
+        "Delete a mental model and its history, for good (only when the user asks).",
         MentalModelArgs,
         delete_mental_model,
         "write",

@@ -7,7 +7,9 @@ from starlette.routing import BaseRoute
 from server.routes import (
     audit,
     banks,
+    directives,
     imports,
+    insights,
     memories,
     mental_models,
     observations,
@@ -29,6 +31,8 @@ def api_routes() -> list[BaseRoute]:
         *reflect.routes(),
         *mental_models.routes(),
         *audit.routes(),
+        *directives.routes(),
+        *insights.routes(),
         # Last: a real route for the same path and method wins over its placeholder.
         *unsupported.routes(),
     ]

@@ -20,6 +20,7 @@ from engine.store.banks import (
     put_bank,
     reset_bank_config,
 )
+from engine.store.insights import detailed_stats
 from server.http import (
     int_param,
     iso,
@@ -40,6 +41,7 @@ from server.responses import (
     BankStatsResponse,
     DeleteResponse,
 )
+from server.routes.retain import WIRE_STATUS
 from server.schemas import BankIn, ConfigPatchIn
 
 # Hindsight's extraction modes mapped to ours: verbatim modes store chunks as they are; the
@@ -171,6 +173,8 @@ async def stats(request: Request) -> Response:
     async with services_of(request).pool.acquire() as conn:
         await get_bank(conn, bank_id)
         s = await bank_stats(conn, bank_id)
+        d = await detailed_stats(conn, bank_id)
+    operations = d.operations_by_status
     return json_response(
         {
             "bank_id": bank_id,
@@ -179,12 +183,20 @@ async def stats(request: Request) -> Response:
             "total_documents": s.documents,
             "total_entities": s.entities,
             "total_observations": s.observations,
-            "nodes_by_fact_type": {},
-            "links_by_link_type": {},
-            "links_by_fact_type": {},
-            "links_breakdown": {},
-            "pending_operations": 0,
-            "failed_operations": 0,
+            "nodes_by_fact_type": d.nodes_by_fact_type,
+            "links_by_link_type": d.links_by_link_type,
+            "links_by_fact_type": d.links_by_fact_type,
+            "links_breakdown": {
+                "by_link_type": d.links_by_link_type,
+                "by_fact_type": d.links_by_fact_type,
+            },
+            "pending_operations": operations.get("pending", 0) + operations.get("running", 0),
+            "failed_operations": operations.get("failed", 0),
+            "operations_by_status": {WIRE_STATUS.get(k, k): v for k, v in operations.items()},
+            "last_memory_write_at": iso(d.last_memory_write_at),
+            "last_consolidated_at": iso(d.last_consolidated_at),
+            "pending_consolidation": d.pending_consolidation,
+            "failed_consolidation": 0,
         }
     )
 

@@ -159,6 +159,11 @@ async def test_every_tool_on_the_single_bank_endpoint(url: str, bank_id: str) ->
         assert "started" in await call(client, "refresh_mental_model", {"mental_model_id": "bo"})
         assert "Cleared" in await call(client, "clear_mental_model", {"mental_model_id": "bo"})
         assert "Deleted" in await call(client, "delete_mental_model", {"mental_model_id": "bo"})
+        assert "No tags" in await call(client, "list_tags", {})
+        rule = await call(client, "create_directive", {"name": "Units", "content": "Use metric"})
+        directive_id = rule.removeprefix("Created ").split(" ", 1)[0]
+        assert "Use metric" in await call(client, "list_directives", {})
+        assert "Deleted" in await call(client, "delete_directive", {"directive_id": directive_id})
         deleted = await call(client, "delete_document", {"document_id": "d1"})
         assert "Deleted document d1" in deleted
 

@@ -1,0 +1,15 @@
+-- Directives (Hindsight's CRUD resource): rules reflect follows, highest priority first.
+-- Untagged active directives always apply; the config's plain `directives` list still does.
+CREATE TABLE directives (
+    bank_id    text NOT NULL REFERENCES banks ON DELETE CASCADE,
+    id         text NOT NULL,
+    name       text NOT NULL,
+    content    text NOT NULL,
+    priority   integer NOT NULL DEFAULT 0,
+    is_active  boolean NOT NULL DEFAULT true,
+    tags       text[] NOT NULL DEFAULT '{}',
+    created_at timestamptz NOT NULL DEFAULT now(),
+    updated_at timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (bank_id, id)
+);
+CREATE INDEX directives_order ON directives (bank_id, priority DESC, created_at);
