@@ -395,3 +395,7 @@ class DirectiveListResponse(BaseModel):
     total: int
     limit: int
     offset: int
+
+
+class FileRetainResponse(BaseModel):
+    operation_ids: list[str]

@@ -8,6 +8,7 @@ from server.routes import (
     audit,
     banks,
     directives,
+    files,
     imports,
     insights,
     memories,
@@ -32,6 +33,7 @@ def api_routes() -> list[BaseRoute]:
         *mental_models.routes(),
         *audit.routes(),
         *directives.routes(),
+        *files.routes(),
         *insights.routes(),
         # Last: a real route for the same path and method wins over its placeholder.
         *unsupported.routes(),

@@ -99,7 +99,6 @@ PENDING: dict[tuple[str, str], int] = {
     ("POST", f"{BANK}/transfer/import"): 14,
     ("POST", f"{BANK}/clone"): 14,
     ("GET", "/v1/default/files/download/{key}"): 14,
-    ("POST", f"{BANK}/files/retain"): 14,
     ("GET", f"{BANK}/llm-requests"): 14,
     ("GET", f"{BANK}/llm-requests/stats"): 14,
     ("POST", f"{BANK}/health/llm"): 14,
