@@ -83,7 +83,15 @@ FEATURES = (
     "llm_trace",
     "store_document_text",
 )
-SUPPORTED = {"observations", "mcp", "worker", "bank_config_api", "store_document_text", "audit_log"}
+SUPPORTED = {
+    "observations",
+    "mcp",
+    "worker",
+    "bank_config_api",
+    "file_upload_api",
+    "store_document_text",
+    "audit_log",
+}
 
 
 async def version(request: Request) -> Response:

@@ -399,3 +399,8 @@ class DirectiveListResponse(BaseModel):
 
 class FileRetainResponse(BaseModel):
     operation_ids: list[str]
+
+
+class UpdateDocumentResponse(BaseModel):
+    success: bool = True
+    memory_units_updated: int | None = None

@@ -19,6 +19,7 @@ from engine.store.documents import (
     get_document,
     list_chunks,
     list_documents,
+    set_document_tags,
 )
 from engine.store.memories import (
     TIME_FIELDS,
@@ -37,6 +38,7 @@ from server.http import (
     int_param,
     iso,
     json_response,
+    parse_body,
     path_param,
     principal_of,
     services_of,
@@ -53,8 +55,10 @@ from server.responses import (
     ListChunksResponse,
     ListDocumentsResponse,
     ListMemoryUnitsResponse,
+    UpdateDocumentResponse,
 )
 from server.routes.observations import observation_fields
+from server.schemas import Request as Body
 
 FACT_TYPES = ("world", "experience", "observation")
 TAG_MODES = ("any", "all", "any_strict", "all_strict", "exact")
@@ -335,6 +339,26 @@ async def get_entity_route(request: Request) -> Response:
     )
 
 
+class UpdateDocumentIn(Body):
+    tags: list[str] | None = None
+
+
+async def update_document_route(request: Request) -> Response:
+    """New tags for a document and its facts, without re-extraction. (Hindsight also
+    re-consolidates observations built from those facts; Engram's keep their tags.)"""
+    bank_id, document_id = path_param(request, "bank_id"), path_param(request, "document_id")
+    body = await parse_body(request, UpdateDocumentIn)
+    async with services_of(request).pool.acquire() as conn:
+        await get_bank(conn, bank_id)
+        changed = 0
+        if body.tags is not None:
+            tags = list(dict.fromkeys(body.tags))
+            changed = await set_document_tags(conn, bank_id, document_id, tags)
+        else:
+            await get_document(conn, bank_id, document_id)
+    return json_response({"success": True, "memory_units_updated": changed})
+
+
 def routes() -> list[Route]:
     base = "/v1/default/banks/{bank_id}"
     return [
@@ -391,6 +415,15 @@ def routes() -> list[Route]:
             tag="documents",
             summary="Delete a document and its memories",
             response=DeleteDocumentResponse,
+        ),
+        ApiRoute(
+            base + "/documents/{document_id:path}",
+            update_document_route,
+            methods=["PATCH"],
+            tag="documents",
+            summary="Change a document's tags (and its facts'), without re-extraction",
+            body=UpdateDocumentIn,
+            response=UpdateDocumentResponse,
         ),
         ApiRoute(
             "/v1/default/chunks/{chunk_id}",

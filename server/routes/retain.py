@@ -14,6 +14,7 @@ from engine.errors import Conflict
 from engine.store.banks import get_bank
 from engine.store.operations import (
     Operation,
+    delete_operation,
     get_operation,
     list_operations,
     update_operation,
@@ -173,6 +174,20 @@ async def cancel(request: Request) -> Response:
     )
 
 
+async def delete_done(request: Request) -> Response:
+    """Forget a finished operation (Hindsight's `DELETE .../operations/{id}/delete`)."""
+    services = services_of(request)
+    bank_id, operation_id = path_param(request, "bank_id"), path_param(request, "operation_id")
+    async with services.pool.acquire() as conn:
+        operation = await get_operation(conn, bank_id, operation_id)
+    await reconcile(services, operation)
+    async with services.pool.acquire() as conn:
+        await delete_operation(conn, bank_id, operation_id)
+    return json_response(
+        {"success": True, "message": "operation deleted", "operation_id": operation_id}
+    )
+
+
 def routes() -> list[Route]:
     base = "/v1/default/banks/{bank_id}"
     return [
@@ -201,6 +216,14 @@ def routes() -> list[Route]:
             tag="operations",
             summary="One operation's status",
             response=OperationResponse,
+        ),
+        ApiRoute(
+            base + "/operations/{operation_id}/delete",
+            delete_done,
+            methods=["DELETE"],
+            tag="operations",
+            summary="Forget a completed, failed or cancelled operation",
+            response=CancelOperationResponse,
         ),
         ApiRoute(
             base + "/operations/{operation_id}",

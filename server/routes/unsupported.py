@@ -86,8 +86,6 @@ PENDING: dict[tuple[str, str], int] = {
     ("GET", f"{BANK}/graph"): 15,
     ("GET", f"{BANK}/entities/graph"): 15,
     ("POST", f"{BANK}/operations/{{operation_id}}/retry"): 14,
-    ("DELETE", f"{BANK}/operations/{{operation_id}}/delete"): 14,
-    ("PATCH", f"{BANK}/documents/{{document_id}}"): 14,
     ("POST", f"{BANK}/documents/{{document_id}}/reprocess"): 14,
     ("GET", f"{BANK}/documents/{{document_id}}/history"): 14,
     ("POST", f"{BANK}/memories/dry-run-extract"): 14,

@@ -135,3 +135,22 @@ async def test_profile_background_and_directives(
     assert "Mention pets by name." not in prompt  # tag-scoped: not applied to untagged reflect
     check(doc, await api.delete(f"{bank}/directives/{made['id']}"))
     assert (await api.get(f"{bank}/directives/{made['id']}")).status_code == 404
+
+
+async def test_document_tags_and_operation_delete(api: httpx.AsyncClient, bank_id: str) -> None:
+    doc = (await api.get("/openapi.json")).json()
+    bank = f"{BASE}/{bank_id}"
+    await filled_bank(api, bank)
+    changed = check(doc, await api.patch(f"{bank}/documents/a", json={"tags": ["user:ana", "x"]}))
+    assert changed["memory_units_updated"] >= 1
+    facts = (await api.get(f"{bank}/memories/list", params={"document_id": "a"})).json()["items"]
+    assert all(f["tags"] == ["user:ana", "x"] for f in facts)
+    assert (await api.get(f"{bank}/documents/a")).json()["tags"] == ["user:ana", "x"]
+    assert (await api.patch(f"{bank}/documents/nope", json={"tags": []})).status_code == 404
+
+    operations = (await api.get(f"{bank}/operations")).json()["operations"]
+    operation_id = operations[0]["id"]
+    check(doc, await api.delete(f"{bank}/operations/{operation_id}/delete"))
+    assert (await api.get(f"{bank}/operations/{operation_id}")).status_code == 404
+    gone = await api.delete(f"{bank}/operations/{operation_id}/delete")
+    assert gone.status_code == 404
