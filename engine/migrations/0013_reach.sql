@@ -1,3 +1,5 @@
+-- Issue 14 (reach): the tables of the routes that fill in Hindsight's API.
+
 -- Directives (Hindsight's CRUD resource): rules reflect follows, highest priority first.
 -- Untagged active directives always apply; the config's plain `directives` list still does.
 CREATE TABLE directives (
