@@ -11,7 +11,7 @@ from temporalio import activity
 
 from engine.db import Pool
 from engine.errors import InvalidInput
-from engine.llm import LLMClient, LLMOutputError, parse_json_lenient
+from engine.llm import LLMClient, LLMOutputError, llm_scope, parse_json_lenient
 from engine.reflect.answer import directives_of
 from engine.reflect.prompt import Directive
 from engine.reflect.schema import schema_errors
@@ -69,11 +69,12 @@ class ReflectActivities:
         if llm is None:
             raise InvalidInput("llm", "no LLM is configured (set ENGRAM_LLM_API_KEY)")
         started = time.perf_counter()
-        result = await llm.chat(
-            request.messages,  # type: ignore[arg-type]
-            request.tools,  # type: ignore[arg-type]
-            max_tokens=request.max_tokens,
-        )
+        with llm_scope(request.bank_id, "reflect"):
+            result = await llm.chat(
+                request.messages,  # type: ignore[arg-type]
+                request.tools,  # type: ignore[arg-type]
+                max_tokens=request.max_tokens,
+            )
         return Turn(
             content=result.content,
             tool_calls=[ModelToolCall(c.id, c.name, c.arguments) for c in result.tool_calls],
@@ -134,9 +135,10 @@ class ReflectActivities:
             return Structured(None, "no language model is configured (set ENGRAM_LLM_API_KEY)")
         started = time.perf_counter()
         user = f"Question: {request.query}\n\nAnswer:\n{request.answer}"
-        result = await llm.complete_raw(
-            STRUCTURE_SYSTEM, user, "reflect_answer", request.response_schema
-        )
+        with llm_scope(request.bank_id, "reflect"):
+            result = await llm.complete_raw(
+                STRUCTURE_SYSTEM, user, "reflect_answer", request.response_schema
+            )
         usage = result.usage
         try:
             value = parse_json_lenient(result.content or "")

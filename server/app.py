@@ -77,6 +77,8 @@ FEATURES = (
     "bank_config_api",
     "bank_llm_health",
     "file_upload_api",
+    "bank_llm_health",
+    "llm_trace",
     "document_export_api",
     "document_import_api",
     "audit_log",
@@ -89,6 +91,8 @@ SUPPORTED = {
     "worker",
     "bank_config_api",
     "file_upload_api",
+    "bank_llm_health",
+    "llm_trace",
     "store_document_text",
     "audit_log",
 }

@@ -404,3 +404,53 @@ class FileRetainResponse(BaseModel):
 class UpdateDocumentResponse(BaseModel):
     success: bool = True
     memory_units_updated: int | None = None
+
+
+class LLMRequestEntry(BaseModel):
+    id: str
+    bank_id: str | None
+    operation: str | None
+    model: str | None
+    status: str
+    started_at: Timestamp
+    ended_at: Timestamp
+    duration_ms: int | None
+    input_tokens: int | None
+    output_tokens: int | None
+    total_tokens: int | None
+    error: str | None
+
+
+class LLMRequestListResponse(BaseModel):
+    bank_id: str
+    total: int
+    limit: int
+    offset: int
+    items: list[LLMRequestEntry]
+
+
+class LLMTokenSums(BaseModel):
+    input: int
+    output: int
+    cached: int
+    total: int
+
+
+class LLMRequestStatsBucket(BaseModel):
+    time: str
+    statuses: dict[str, int]
+    total: int
+    tokens: LLMTokenSums
+
+
+class LLMRequestStatsResponse(BaseModel):
+    bank_id: str
+    period: str
+    trunc: str
+    start: str
+    buckets: list[LLMRequestStatsBucket]
+
+
+class BankLlmHealthResponse(BaseModel):
+    bank_id: str
+    operations: list[dict[str, Any]]

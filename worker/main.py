@@ -35,6 +35,7 @@ from engine.recall.engine import RecallEngine
 from engine.recall.rerank import load_reranker
 from engine.reflect.search import ReflectSearch
 from engine.settings import Settings
+from engine.store.llm_requests import LLMRequestLog
 from worker.heartbeat import HeartbeatInterceptor
 from worker.metrics import ActivityMetrics, MetricsInterceptor, SDKMetricsProxy
 from worker.schedules import ensure_schedules
@@ -141,7 +142,7 @@ async def open_worker_services(
     await migrate(settings.database_url, embedder.dimension, embedder.space)
     pool = await create_pool(settings.database_url, max_size=settings.db_pool_max)
     cpu = ThreadPoolExecutor(CPU_THREADS, thread_name_prefix="engram-cpu")
-    llm = LLMClient(settings.llm) if settings.llm.configured else None
+    llm = LLMClient(settings.llm, LLMRequestLog(pool)) if settings.llm.configured else None
     try:
         recall = RecallEngine.from_settings(settings, pool, embedder, cpu)
         yield WorkerServices(pool, embedder, cpu, llm, recall)

@@ -15,3 +15,21 @@ CREATE TABLE directives (
     PRIMARY KEY (bank_id, id)
 );
 CREATE INDEX directives_order ON directives (bank_id, priority DESC, created_at);
+
+-- Every LLM call of retain, consolidation and reflect (and health checks): which model, how
+-- many tokens, how long, and whether it worked. Written by the process that made the call.
+CREATE TABLE llm_requests (
+    id            uuid PRIMARY KEY,
+    bank_id       text,
+    operation     text NOT NULL,
+    model         text NOT NULL,
+    status        text NOT NULL CHECK (status IN ('success', 'error')),
+    started_at    timestamptz NOT NULL,
+    ended_at      timestamptz NOT NULL,
+    duration_ms   integer NOT NULL,
+    input_tokens  integer NOT NULL DEFAULT 0,
+    output_tokens integer NOT NULL DEFAULT 0,
+    total_tokens  integer NOT NULL DEFAULT 0,
+    error         text
+);
+CREATE INDEX llm_requests_bank ON llm_requests (bank_id, started_at DESC);

@@ -11,6 +11,7 @@ from server.routes import (
     files,
     imports,
     insights,
+    llm_log,
     memories,
     mental_models,
     observations,
@@ -35,6 +36,7 @@ def api_routes() -> list[BaseRoute]:
         *directives.routes(),
         *files.routes(),
         *insights.routes(),
+        *llm_log.routes(),
         # Last: a real route for the same path and method wins over its placeholder.
         *unsupported.routes(),
     ]
