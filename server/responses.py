@@ -454,3 +454,38 @@ class LLMRequestStatsResponse(BaseModel):
 class BankLlmHealthResponse(BaseModel):
     bank_id: str
     operations: list[dict[str, Any]]
+
+
+class WebhookResponse(BaseModel):
+    id: str
+    bank_id: str | None
+    url: str
+    secret: str | None = None
+    event_types: list[str]
+    enabled: bool
+    http_config: dict[str, Any] | None = None
+    created_at: Timestamp = None
+    updated_at: Timestamp = None
+
+
+class WebhookListResponse(BaseModel):
+    items: list[WebhookResponse]
+
+
+class WebhookDeliveryResponse(BaseModel):
+    id: str
+    webhook_id: str | None
+    url: str
+    event_type: str
+    status: str
+    attempts: int
+    last_error: str | None = None
+    last_response_status: int | None = None
+    last_attempt_at: Timestamp = None
+    created_at: Timestamp = None
+    updated_at: Timestamp = None
+
+
+class WebhookDeliveryListResponse(BaseModel):
+    items: list[WebhookDeliveryResponse]
+    next_cursor: str | None = None

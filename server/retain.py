@@ -24,7 +24,8 @@ from engine.store.banks import Bank, ensure_bank
 from engine.store.operations import Operation, register_operation
 from server.schemas import EntityHint, RetainIn
 from server.services import Services
-from workflows.retain import RetainWorkflow, error_message
+from workflows.errors import error_message
+from workflows.retain import RetainWorkflow
 
 
 def parse_timestamp(raw: str | None, field: str, now: datetime) -> datetime | None:

@@ -24,6 +24,7 @@ from activities.imports import ImportActivities
 from activities.mental_models import MentalModelActivities
 from activities.reflect import ReflectActivities
 from activities.retain import RetainActivities
+from activities.webhooks import WebhookActivities
 from engine.db import Pool, create_pool, migrate
 from engine.embedding import Embedder, load_embedder
 from engine.errors import ConfigurationError
@@ -45,6 +46,7 @@ from workflows.imports import ImportDocumentWorkflow, ImportWorkflow
 from workflows.mental_models import MentalModelRefreshWorkflow, MentalModelTriggerWorkflow
 from workflows.reflect import ReflectWorkflow
 from workflows.retain import DocumentRetainWorkflow, RetainWorkflow
+from workflows.webhooks import WebhookDeliveryWorkflow
 
 log = logging.getLogger("engram.worker")
 
@@ -65,6 +67,7 @@ WORKFLOWS: Sequence[type] = (
     MentalModelRefreshWorkflow,
     MentalModelTriggerWorkflow,
     ReflectWorkflow,
+    WebhookDeliveryWorkflow,
 )
 
 
@@ -103,7 +106,11 @@ def activities_of(services: WorkerServices) -> list[Any]:
         ReflectSearch(services.pool, services.embedder, services.cpu, recall),
         services.llm,
     )
+    webhooks = WebhookActivities(services.pool)
     return [
+        webhooks.queue_webhook_deliveries,
+        webhooks.deliver_webhook,
+        webhooks.fail_webhook_delivery,
         retain.plan_retain,
         retain.extract_facts,
         retain.embed_facts,

@@ -43,7 +43,8 @@ with workflow.unsafe.imports_passed_through():
         UpsertResult,
     )
     from workflows import policies
-    from workflows.retain import document_workflow_id, error_message
+    from workflows.errors import error_message
+    from workflows.retain import document_workflow_id
 
 from workflows.consolidation import SETTLE_AFTER_RETAIN, request_consolidation
 

@@ -28,6 +28,8 @@ with workflow.unsafe.imports_passed_through():
     from workflows import policies
 
 from workflows.consolidation import SETTLE_AFTER_RETAIN, request_consolidation
+from workflows.errors import error_message
+from workflows.webhooks import notify
 
 
 def document_workflow_id(bank_id: str, document_id: str) -> str:
@@ -75,13 +77,6 @@ def total(operation_id: str, results: list[RetainResult]) -> RetainResult:
     )
 
 
-def error_message(exc: BaseException) -> str:
-    """The innermost cause's message: what actually went wrong."""
-    while isinstance(exc, ActivityError | ChildWorkflowError) and exc.cause is not None:
-        exc = exc.cause
-    return str(exc) or type(exc).__name__
-
-
 @workflow.defn
 class RetainWorkflow:
     def __init__(self) -> None:
@@ -116,6 +111,13 @@ class RetainWorkflow:
                     request.operation_id, "failed", self.progress(), None, error_message(exc)
                 )
             )
+            if workflow.patched("webhooks-after-retain"):
+                await notify(
+                    request.bank_id,
+                    f"retain:{request.operation_id}",
+                    "retain.failed",
+                    {"operation_id": request.operation_id, "error": error_message(exc)},
+                )
             raise
         result = total(request.operation_id, results)
         await self._update(
@@ -134,6 +136,19 @@ class RetainWorkflow:
                 },
             )
         )
+        if workflow.patched("webhooks-after-retain"):
+            await notify(
+                request.bank_id,
+                f"retain:{request.operation_id}",
+                "retain.completed",
+                {
+                    "operation_id": request.operation_id,
+                    "documents": result.documents,
+                    "document_ids": result.document_ids,
+                    "facts_added": result.facts_added,
+                    "facts_removed": result.facts_removed,
+                },
+            )
         changed = result.facts_added > 0 or result.facts_removed > 0
         if workflow.patched("consolidate-after-retain") and changed:
             await self._consolidate(request)

@@ -33,3 +33,36 @@ CREATE TABLE llm_requests (
     error         text
 );
 CREATE INDEX llm_requests_bank ON llm_requests (bank_id, started_at DESC);
+
+-- Webhooks: a bank's subscribers to its events, and every delivery (one per event and
+-- webhook), sent with retries by a WebhookDeliveryWorkflow and signed with the secret.
+CREATE TABLE webhooks (
+    bank_id     text NOT NULL REFERENCES banks ON DELETE CASCADE,
+    id          text NOT NULL,
+    url         text NOT NULL,
+    secret      text,
+    event_types text[] NOT NULL DEFAULT '{}',  -- empty: every event
+    enabled     boolean NOT NULL DEFAULT true,
+    created_at  timestamptz NOT NULL DEFAULT now(),
+    updated_at  timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (bank_id, id)
+);
+
+CREATE TABLE webhook_deliveries (
+    id                   text PRIMARY KEY,
+    bank_id              text NOT NULL,
+    webhook_id           text NOT NULL,
+    url                  text NOT NULL,
+    event_type           text NOT NULL,
+    payload              jsonb NOT NULL,
+    status               text NOT NULL DEFAULT 'pending'
+                         CHECK (status IN ('pending', 'delivered', 'failed')),
+    attempts             integer NOT NULL DEFAULT 0,
+    last_error           text,
+    last_response_status integer,
+    last_attempt_at      timestamptz,
+    created_at           timestamptz NOT NULL DEFAULT now(),
+    updated_at           timestamptz NOT NULL DEFAULT now(),
+    FOREIGN KEY (bank_id, webhook_id) REFERENCES webhooks ON DELETE CASCADE
+);
+CREATE INDEX webhook_deliveries_webhook ON webhook_deliveries (bank_id, webhook_id, created_at DESC);

@@ -19,6 +19,7 @@ from server.routes import (
     reflect,
     retain,
     unsupported,
+    webhooks,
 )
 
 
@@ -37,6 +38,7 @@ def api_routes() -> list[BaseRoute]:
         *files.routes(),
         *insights.routes(),
         *llm_log.routes(),
+        *webhooks.routes(),
         # Last: a real route for the same path and method wins over its placeholder.
         *unsupported.routes(),
     ]

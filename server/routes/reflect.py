@@ -31,8 +31,8 @@ from server.openapi import ApiRoute
 from server.recall_schemas import MAX_QUERY_CHARS
 from server.responses import ReflectResponse
 from server.schemas import Request as Body
+from workflows.errors import error_message
 from workflows.reflect import ReflectWorkflow, reflect_workflow_id
-from workflows.retain import error_message
 
 MAX_CONTEXT_CHARS = 20_000
 MAX_ANSWER_TOKENS = 100_000

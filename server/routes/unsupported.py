@@ -97,11 +97,6 @@ PENDING: dict[tuple[str, str], int] = {
     ("POST", f"{BANK}/transfer/import"): 14,
     ("POST", f"{BANK}/clone"): 14,
     ("GET", "/v1/default/files/download/{key}"): 14,
-    ("GET", f"{BANK}/webhooks"): 14,
-    ("POST", f"{BANK}/webhooks"): 14,
-    ("PATCH", f"{BANK}/webhooks/{{webhook_id}}"): 14,
-    ("DELETE", f"{BANK}/webhooks/{{webhook_id}}"): 14,
-    ("GET", f"{BANK}/webhooks/{{webhook_id}}/deliveries"): 14,
 }
 
 
