@@ -32,7 +32,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
-from starlette.routing import BaseRoute, Route
+from starlette.routing import BaseRoute
 from temporalio.client import (
     WorkflowQueryFailedError,
     WorkflowQueryRejectedError,
@@ -51,6 +51,7 @@ from engine.retain.payloads import RetainOptions
 from engine.store.banks import Bank, ensure_bank, get_bank
 from engine.store.operations import Operation, get_operation, register_operation
 from server.http import check_visible, iso, json_response, path_param, services_of
+from server.openapi import ApiRoute
 from server.retain import extraction_mode
 from server.routes.retain import TERMINAL, WIRE_STATUS, reconcile
 from server.services import Services
@@ -245,8 +246,32 @@ async def export_bank(request: Request) -> Response:
 def routes() -> list[BaseRoute]:
     base = "/v1/default/banks/{bank_id}"
     return [
-        Route(base + "/import", start_import, methods=["POST"]),
-        Route(base + "/import/{operation_id}", import_status, methods=["GET"]),
-        Route("/v1/default/imports/{operation_id}", import_status, methods=["GET"]),
-        Route(base + "/export", export_bank, methods=["GET"]),
+        ApiRoute(
+            base + "/import",
+            start_import,
+            methods=["POST"],
+            tag="imports",
+            summary="Import documents in bulk (docs/import.md)",
+        ),
+        ApiRoute(
+            base + "/import/{operation_id}",
+            import_status,
+            methods=["GET"],
+            tag="imports",
+            summary="An import's progress",
+        ),
+        ApiRoute(
+            "/v1/default/imports/{operation_id}",
+            import_status,
+            methods=["GET"],
+            tag="imports",
+            summary="An import's progress",
+        ),
+        ApiRoute(
+            base + "/export",
+            export_bank,
+            methods=["GET"],
+            tag="imports",
+            summary="The bank as JSON lines (application/x-ndjson)",
+        ),
     ]

@@ -379,7 +379,13 @@ def routes() -> list[Route]:
             summary="Delete all of a bank's memories",
             response=DeleteResponse,
         ),
-        Route(base + "/memories/{memory_id}", get_memory_route, methods=["GET"]),
+        ApiRoute(
+            base + "/memories/{memory_id}",
+            get_memory_route,
+            methods=["GET"],
+            tag="memories",
+            summary="One memory with its links",
+        ),
         ApiRoute(
             base + "/documents",
             list_documents_route,
