@@ -39,15 +39,20 @@ def authorize(caller: Mapping[str, Any] | None, bank_id: str, scope: ToolScope) 
     """The one bank check every tool goes through, before it touches the bank.
 
     `caller` is the HTTP request's ASGI scope (None on stdio, where the process runs as its
-    user). The security middleware puts a principal in `caller["state"]["principal"]`; when
-    one is there it must allow the bank and scope. Without one (no middleware installed), the
-    routes' own authentication is what stands, since tools reach the bank through them.
+    user and the API it calls checks its key). The security middleware leaves the request's
+    `engine.auth.principal.Principal` in `caller["state"]["principal"]`: a bank it does not
+    see is "not found" (as the routes answer), a scope it lacks is refused. `bank_id` "*"
+    (list_banks) asks for nothing above the routes' own filtering.
     """
-    if caller is None:
+    if caller is None or bank_id == "*":
         return
     principal = caller.get("state", {}).get("principal")
-    if principal is not None and not principal.allows(bank_id, scope):
-        raise Forbidden(f"not allowed to {scope} bank {bank_id!r}")
+    if principal is None:
+        return
+    if not principal.sees(bank_id):
+        raise Forbidden(f"bank not found: {bank_id}")
+    if not principal.allows(bank_id, scope):
+        raise Forbidden(f"this key may not {scope} bank {bank_id!r}")
 
 
 def input_schema(tool: ToolSpec, pinned: bool) -> dict[str, Any]:

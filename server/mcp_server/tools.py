@@ -14,7 +14,7 @@ from engine.types import FactType
 from server.mcp_server import format as fmt
 from server.mcp_server.backend import Backend, segment
 
-Scope = Literal["read", "write", "manage"]
+Scope = Literal["read", "write", "admin"]
 Budget = Literal["low", "mid", "high"]
 Limit = Annotated[int, Field(ge=1, le=200)]
 
@@ -438,7 +438,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         'projects and preferences"}',
         CreateBankArgs,
         put_bank,
-        "manage",
+        "admin",
         idempotent=True,
         manages_banks=True,
     ),
@@ -454,7 +454,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         "Change a bank's name, mission, or which MCP tools it exposes (mcp_enabled_tools).",
         UpdateBankArgs,
         update_bank,
-        "manage",
+        "admin",
         idempotent=True,
         manages_banks=True,
     ),
@@ -463,7 +463,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         "Delete a bank and everything in it, for good. Only when the user asks for it.",
         NoArgs,
         delete_bank,
-        "manage",
+        "admin",
         destructive=True,
         manages_banks=True,
     ),

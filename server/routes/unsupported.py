@@ -80,8 +80,6 @@ UNSUPPORTED: dict[tuple[str, str], tuple[str, str]] = {
 PENDING: dict[tuple[str, str], int] = {
     ("PATCH", f"{BANK}/memories/{{memory_id}}"): 12,
     ("DELETE", f"{BANK}/memories/{{memory_id}}/observations"): 12,
-    ("GET", f"{BANK}/audit-logs"): 16,
-    ("GET", f"{BANK}/audit-logs/stats"): 16,
     ("GET", f"{BANK}/audit-logs/{{log_id}}"): 16,
     ("GET", f"{BANK}/graph"): 15,
     ("GET", f"{BANK}/entities/graph"): 15,

@@ -97,7 +97,7 @@ async def test_uploads_become_documents(api: httpx.AsyncClient, bank_id: str) ->
         files=[("files", ("bad.pdf", b"%PDF-1.4 nonsense", "application/pdf"))],
     )
     assert broken.status_code == 400 and "PDF" in broken.json()["detail"]
-    none = await api.post(f"{bank}/files/retain", data={"request": "{}"})
+    none = await api.post(f"{bank}/files/retain", files={"request": (None, "{}")})
     assert none.status_code == 400 and none.json()["field"] == "files"
 
 
