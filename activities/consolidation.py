@@ -29,7 +29,7 @@ from engine.consolidation.payloads import (
 from engine.db import Pool
 from engine.embedding import Embedder
 from engine.errors import InvalidInput, NotFound
-from engine.llm import LLMClient
+from engine.llm import LLMClient, llm_scope
 from engine.store.operations import register_operation, update_operation
 
 # Facts per step. Local: ~10 ms of SQL and regexes per fact, so a step stays well under a
@@ -128,7 +128,8 @@ class ConsolidationActivities:
                 return BatchResult(ConsolidationCounts(), pending, enabled=False, mode="llm")
         proposals: list[Proposals] = []
         for group in batch.groups:  # the model call holds no connection
-            proposed, _ = await propose(llm, group, batch.mission)
+            with llm_scope(request.bank_id, "consolidation"):
+                proposed, _ = await propose(llm, group, batch.mission)
             proposals.append(proposed)
         async with self._pool.acquire() as conn:
             return await apply_llm_batch(

@@ -11,8 +11,9 @@ from temporalio import activity
 
 from engine.db import Pool
 from engine.errors import InvalidInput
-from engine.llm import LLMClient, LLMOutputError, parse_json_lenient
+from engine.llm import LLMClient, LLMOutputError, llm_scope, parse_json_lenient
 from engine.reflect.answer import directives_of
+from engine.reflect.prompt import Directive
 from engine.reflect.schema import schema_errors
 from engine.reflect.search import ReflectSearch, evidence_for_model
 from engine.reflect.steps import (
@@ -29,6 +30,7 @@ from engine.reflect.steps import (
     TurnRequest,
 )
 from engine.store.banks import get_bank
+from engine.store.directives import standing_directives
 
 STRUCTURE_SYSTEM = (
     "Turn the answer below into one JSON object that follows the given JSON schema. Use only "
@@ -50,9 +52,13 @@ class ReflectActivities:
     async def load_reflect_context(self, request: ContextRequest) -> ReflectContext:
         async with self._pool.acquire() as conn:
             bank = await get_bank(conn, request.bank_id)
+            stored = await standing_directives(conn, request.bank_id)
         return ReflectContext(
             mission=bank.mission,
-            directives=directives_of(bank.config.directives),
+            directives=[
+                *(Directive(d.id, d.name, d.content) for d in stored),
+                *directives_of(bank.config.directives),
+            ],
             disposition=bank.config.disposition,
             llm_configured=self._llm is not None,
         )
@@ -63,11 +69,12 @@ class ReflectActivities:
         if llm is None:
             raise InvalidInput("llm", "no LLM is configured (set ENGRAM_LLM_API_KEY)")
         started = time.perf_counter()
-        result = await llm.chat(
-            request.messages,  # type: ignore[arg-type]
-            request.tools,  # type: ignore[arg-type]
-            max_tokens=request.max_tokens,
-        )
+        with llm_scope(request.bank_id, "reflect"):
+            result = await llm.chat(
+                request.messages,  # type: ignore[arg-type]
+                request.tools,  # type: ignore[arg-type]
+                max_tokens=request.max_tokens,
+            )
         return Turn(
             content=result.content,
             tool_calls=[ModelToolCall(c.id, c.name, c.arguments) for c in result.tool_calls],
@@ -128,9 +135,10 @@ class ReflectActivities:
             return Structured(None, "no language model is configured (set ENGRAM_LLM_API_KEY)")
         started = time.perf_counter()
         user = f"Question: {request.query}\n\nAnswer:\n{request.answer}"
-        result = await llm.complete_raw(
-            STRUCTURE_SYSTEM, user, "reflect_answer", request.response_schema
-        )
+        with llm_scope(request.bank_id, "reflect"):
+            result = await llm.complete_raw(
+                STRUCTURE_SYSTEM, user, "reflect_answer", request.response_schema
+            )
         usage = result.usage
         try:
             value = parse_json_lenient(result.content or "")

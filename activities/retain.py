@@ -13,6 +13,7 @@ from engine.embedding import Embedder
 from engine.errors import InvalidInput
 from engine.extraction.llm import LLMExtractor
 from engine.extraction.local import LocalExtractor
+from engine.llm import llm_scope
 from engine.retain.documents import load_chunks
 from engine.retain.gate import OrderedGate
 from engine.retain.links import link_staged
@@ -70,7 +71,8 @@ class RetainActivities:
                 )
 
             async def llm_extract(chunk: ChunkJob, item: ItemContext) -> list[ExtractedFact]:
-                return await llm.extract(chunk.text, item)
+                with llm_scope(chunk.bank_id, "retain"):
+                    return await llm.extract(chunk.text, item)
 
             return llm_extract
         local = self._local

@@ -9,10 +9,14 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from types import TracebackType
-from typing import Any
+from typing import Any, Literal, Protocol
 
 import openai
 from openai.types.chat import (
@@ -147,10 +151,45 @@ def _request_error(exc: openai.OpenAIError) -> LLMRequestError:
     return LLMRequestError(f"LLM client error: {exc}", retryable=False)
 
 
+@dataclass(frozen=True)
+class LLMCall:
+    """One request to the model, as the request log keeps it."""
+
+    bank_id: str | None
+    operation: str  # retain, consolidation, reflect, health, other
+    model: str
+    status: Literal["success", "error"]
+    started_at: datetime
+    duration_ms: int
+    usage: Usage
+    error: str | None
+
+
+class LLMRecorder(Protocol):
+    async def record(self, call: LLMCall) -> None: ...
+
+
+# Which bank and operation the calls of the current task serve: set by the activity that
+# makes them (`llm_scope`), read when a call is recorded. Task-local, like a request id.
+CALL_SCOPE: ContextVar[tuple[str | None, str]] = ContextVar(
+    "engram_llm_call_scope", default=(None, "other")
+)
+
+
+@contextmanager
+def llm_scope(bank_id: str | None, operation: str) -> Iterator[None]:
+    token = CALL_SCOPE.set((bank_id, operation))
+    try:
+        yield
+    finally:
+        CALL_SCOPE.reset(token)
+
+
 class LLMClient:
     """One OpenAI-compatible endpoint and model; build once per process, close on shutdown."""
 
-    def __init__(self, settings: LLMSettings) -> None:
+    def __init__(self, settings: LLMSettings, recorder: LLMRecorder | None = None) -> None:
+        self._recorder = recorder
         if not settings.configured:
             raise ConfigurationError("the LLM client needs an API key (ENGRAM_LLM_API_KEY)")
         self.model = settings.model
@@ -232,6 +271,38 @@ class LLMClient:
         response_format: completion_create_params.ResponseFormat | None = None,
         tools: Sequence[ChatCompletionToolUnionParam] | None = None,
         max_tokens: int | None = None,
+    ) -> ChatResult:
+        started = datetime.now(UTC)
+        clock = time.perf_counter()
+        try:
+            result = await self._send(messages, response_format, tools, max_tokens)
+        except (LLMRequestError, LLMOutputError) as exc:
+            await self._record(started, clock, "error", Usage(), str(exc))
+            raise
+        await self._record(started, clock, "success", result.usage, None)
+        return result
+
+    async def _record(
+        self,
+        started: datetime,
+        clock: float,
+        status: Literal["success", "error"],
+        usage: Usage,
+        error: str | None,
+    ) -> None:
+        if self._recorder is None:
+            return
+        bank_id, operation = CALL_SCOPE.get()
+        duration_ms = int((time.perf_counter() - clock) * 1000)
+        call = LLMCall(bank_id, operation, self.model, status, started, duration_ms, usage, error)
+        await self._recorder.record(call)
+
+    async def _send(
+        self,
+        messages: list[ChatCompletionMessageParam],
+        response_format: completion_create_params.ResponseFormat | None,
+        tools: Sequence[ChatCompletionToolUnionParam] | None,
+        max_tokens: int | None,
     ) -> ChatResult:
         try:
             response = await self._client.chat.completions.create(

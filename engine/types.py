@@ -21,6 +21,8 @@ class ItemContext:
     mentioned_at: datetime | None  # the item timestamp; None when the caller sent "unset"
     context: str = ""
     speaker: str | None = None  # set by conversation-aware chunking when a turn names one
+    # The item's metadata as the caller sent it (Hindsight shows it to the extractor too).
+    metadata: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

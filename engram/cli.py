@@ -15,6 +15,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+import anyio
+
 from engine.errors import ConfigurationError
 from engine.settings import Settings
 from engram.backup import BackupError
@@ -26,6 +28,7 @@ from engram.cli_memories import cmd_forget, cmd_memories
 from engram.cli_support import UsageError, bank, day, read_stdin, read_text, table
 from engram.client import DEFAULT_URL, ApiError, EngramClient
 from engram.supervisor import run_stack
+from server.mcp_server.stdio import serve_stdio
 
 FORMATS = ("jsonl", "chatgpt", "locomo", "text")
 
@@ -45,6 +48,12 @@ EPILOG_SERVE = """examples:
     engram serve --processes 4
 Each process has its own connection pool (ENGRAM_DB_POOL_MAX) and model: keep
 processes x pool size (plus the workers' pools) under PostgreSQL's max_connections.
+"""
+EPILOG_MCP = """examples:
+  engram mcp --bank alice            # tools without bank_id, pinned to bank alice
+  engram mcp                         # every tool takes bank_id; bank management included
+  Claude Desktop (claude_desktop_config.json):
+    {"mcpServers": {"engram": {"command": "engram", "args": ["mcp", "--bank", "alice"]}}}
 """
 EPILOG_STATUS = """examples:
   engram status
@@ -200,6 +209,17 @@ def build_parser() -> argparse.ArgumentParser:
     retain.add_argument("--timestamp", help="when it was said (ISO-8601; default now)")
     retain.add_argument("--context", help="what the text is (e.g. 'team meeting')")
     retain.add_argument("--tag", action="append", default=[], help="a tag (repeatable)")
+
+    mcp = _command(
+        commands,
+        "mcp",
+        "serve the MCP tools on stdin/stdout (for Claude Desktop, Cursor, ...)",
+        EPILOG_MCP,
+        [connection],
+    )
+    mcp.add_argument(
+        "--bank", "-b", help="pin every tool to this bank (default: $ENGRAM_BANK, else all banks)"
+    )
 
     recall = _command(commands, "recall", "find memories for a question", EPILOG_RECALL, [banked])
     recall.add_argument("query", metavar="QUERY")
@@ -487,6 +507,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"engram: {exc}", file=sys.stderr)
             return 1
     url = args.url or os.environ.get("ENGRAM_URL") or DEFAULT_URL
+    if args.command == "mcp":
+        pinned = args.bank or os.environ.get("ENGRAM_BANK") or None
+        anyio.run(serve_stdio, url, pinned, os.environ.get("ENGRAM_API_KEY"))
+        return 0
     try:
         with EngramClient(url, api_key=os.environ.get("ENGRAM_API_KEY")) as client:
             return COMMANDS[args.command](client, args, sys.stdout)

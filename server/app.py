@@ -25,9 +25,13 @@ from engine.db import Pool, pending_migrations
 from engine.settings import DEFAULT_MAX_IN_FLIGHT
 from engine.store.status import memory_status
 from server.errors import EXCEPTION_HANDLERS
+from server.mcp_server.server import mcp_routes
 from server.metrics import HTTPMetrics, MemoryGauges, MetricsMiddleware, PoolCollector
 from server.middleware import AdmissionMiddleware, ErrorMiddleware
+from server.openapi import ApiRoute
 from server.recall_metrics import RecallMetrics
+from server.reference import reference_routes
+from server.responses import LiveResponse, VersionResponse
 from server.routes import api_routes
 from server.security import SecurityMiddleware
 from server.services import Services
@@ -78,13 +82,25 @@ FEATURES = (
     "bank_config_api",
     "bank_llm_health",
     "file_upload_api",
+    "bank_llm_health",
+    "llm_trace",
     "document_export_api",
     "document_import_api",
     "audit_log",
     "llm_trace",
     "store_document_text",
 )
-SUPPORTED = {"observations", "worker", "bank_config_api", "store_document_text", "audit_log"}
+SUPPORTED = {
+    "observations",
+    "mcp",
+    "worker",
+    "bank_config_api",
+    "file_upload_api",
+    "bank_llm_health",
+    "llm_trace",
+    "store_document_text",
+    "audit_log",
+}
 
 
 async def version(request: Request) -> Response:
@@ -132,11 +148,27 @@ def create_app(
     routes: list[BaseRoute] = [
         Route("/health", health, methods=["GET"]),
         Route("/ready", ready, methods=["GET"]),
-        Route("/health/live", live, methods=["GET"]),
+        ApiRoute(
+            "/health/live",
+            live,
+            methods=["GET"],
+            tag="monitoring",
+            summary="Liveness",
+            response=LiveResponse,
+        ),
         Route("/health/ready", ready, methods=["GET"]),
-        Route("/version", version, methods=["GET"]),
+        ApiRoute(
+            "/version",
+            version,
+            methods=["GET"],
+            tag="monitoring",
+            summary="API version and features",
+            response=VersionResponse,
+        ),
         Route("/metrics", metrics_endpoint, methods=["GET"]),
         *api_routes(),
+        *reference_routes(ENGRAM_VERSION),
+        *mcp_routes(),
     ]
 
     @asynccontextmanager

@@ -23,7 +23,8 @@ from engine.validation import check_instant
 from server.lifecycle import ensure_lifecycle_schedule
 from server.schemas import EntityHint, RetainIn
 from server.services import Services
-from workflows.retain import RetainWorkflow, error_message
+from workflows.errors import error_message
+from workflows.retain import RetainWorkflow
 
 
 def parse_timestamp(raw: str | None, field: str, now: datetime) -> datetime | None:

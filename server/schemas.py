@@ -78,6 +78,7 @@ class BankIn(Request):
     ) = None
     lifecycle_preset: str | None = None
     lifecycle: dict[str, Any] | None = None
+    mcp_enabled_tools: list[str] | None = None
 
 
 class ConfigPatchIn(Request):

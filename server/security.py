@@ -115,6 +115,13 @@ def _json_media(content_type: str) -> bool:
     )
 
 
+def _upload(method: str, path: str, content_type: str) -> bool:
+    """File uploads (`POST .../files/retain`) are multipart, as Hindsight's client sends them;
+    a browser form can post multipart too, so only this route takes it."""
+    media = content_type.split(";", 1)[0].strip().lower()
+    return method == "POST" and path.endswith("/files/retain") and media == "multipart/form-data"
+
+
 def _outcome(status: int) -> str:
     if status < 400:
         return "success"
@@ -200,7 +207,7 @@ class SecurityMiddleware:
                 response.headers["Retry-After"] = str(max(1, round(wait + 0.5)))
                 await response(scope, receive, send)
                 return
-        limited = _body_refusal(method, headers, settings)
+        limited = _body_refusal(method, scope["path"], headers, settings)
         if limited is not None:
             await self._finish(services, scope, need, principal, started, limited.status_code)
             await limited(scope, receive, send)
@@ -311,7 +318,9 @@ def _refusal(principal: Principal, need: Requirement) -> JSONResponse | None:
     return None
 
 
-def _body_refusal(method: str, headers: Headers, settings: Settings) -> JSONResponse | None:
+def _body_refusal(
+    method: str, path: str, headers: Headers, settings: Settings
+) -> JSONResponse | None:
     if method not in BODY_METHODS:
         return None
     length = headers.get("content-length")
@@ -321,7 +330,7 @@ def _body_refusal(method: str, headers: Headers, settings: Settings) -> JSONResp
     if length is not None and length.isdigit() and int(length) > settings.security.max_body_bytes:
         return _too_large(settings.security.max_body_bytes)
     content_type = headers.get("content-type", "")
-    if not _json_media(content_type):
+    if not _json_media(content_type) and not _upload(method, path, content_type):
         return error_body(
             415,
             f"content-type must be application/json, got {content_type or 'none'!r}",

@@ -25,6 +25,7 @@ from engine.db import Pool, create_pool, migrate
 from engine.embedding import Embedder, load_embedder
 from engine.llm import LLMClient
 from engine.settings import LLMSettings, Settings
+from engine.store.llm_requests import LLMRequestLog
 from engram.postgres import EmbeddedPostgres
 from engram.temporal_server import DYNAMIC_CONFIG, temporal_binary
 from server.app import create_app
@@ -128,7 +129,7 @@ async def worker(
     cpu: ThreadPoolExecutor,
 ) -> AsyncIterator[Worker]:
     """A real worker on this test's own task queue, with the production activities."""
-    llm = LLMClient(settings.llm) if settings.llm.configured else None
+    llm = LLMClient(settings.llm, LLMRequestLog(pool)) if settings.llm.configured else None
     services = WorkerServices(pool, embedder, cpu, llm)
     interceptor = MetricsInterceptor(ActivityMetrics(CollectorRegistry()))
     running = build_worker(temporal_env.client, settings.task_queue, services, interceptor)

@@ -26,6 +26,7 @@ from activities.mental_models import MentalModelActivities
 from activities.pipeline import PipelineActivities
 from activities.reflect import ReflectActivities
 from activities.retain import RetainActivities
+from activities.webhooks import WebhookActivities
 from engine.db import Pool, create_pool, migrate
 from engine.embedding import Embedder, load_embedder
 from engine.errors import ConfigurationError
@@ -37,6 +38,7 @@ from engine.recall.engine import RecallEngine
 from engine.recall.rerank import load_reranker
 from engine.reflect.search import ReflectSearch
 from engine.settings import Settings
+from engine.store.llm_requests import LLMRequestLog
 from worker.heartbeat import HeartbeatInterceptor
 from worker.metrics import ActivityMetrics, MetricsInterceptor, SDKMetricsProxy
 from worker.schedules import ensure_schedules
@@ -48,6 +50,7 @@ from workflows.mental_models import MentalModelRefreshWorkflow, MentalModelTrigg
 from workflows.pipeline import DocumentBatchWorkflow
 from workflows.reflect import ReflectWorkflow
 from workflows.retain import RetainWorkflow
+from workflows.webhooks import WebhookDeliveryWorkflow
 
 log = logging.getLogger("engram.worker")
 
@@ -68,6 +71,7 @@ WORKFLOWS: Sequence[type] = (
     MentalModelTriggerWorkflow,
     ReflectWorkflow,
     LifecycleWorkflow,
+    WebhookDeliveryWorkflow,
 )
 
 
@@ -108,7 +112,11 @@ def activities_of(services: WorkerServices) -> list[Any]:
         services.llm,
     )
     lifecycle = LifecycleActivities(services.pool)
+    webhooks = WebhookActivities(services.pool)
     return [
+        webhooks.queue_webhook_deliveries,
+        webhooks.deliver_webhook,
+        webhooks.fail_webhook_delivery,
         lifecycle.begin_lifecycle,
         lifecycle.lifecycle_batch,
         lifecycle.finish_lifecycle,
@@ -150,7 +158,7 @@ async def open_worker_services(
     await migrate(settings.database_url, embedder.dimension, embedder.space)
     pool = await create_pool(settings.database_url, max_size=settings.db_pool_max)
     cpu = ThreadPoolExecutor(CPU_THREADS, thread_name_prefix="engram-cpu")
-    llm = LLMClient(settings.llm) if settings.llm.configured else None
+    llm = LLMClient(settings.llm, LLMRequestLog(pool)) if settings.llm.configured else None
     try:
         recall = RecallEngine.from_settings(settings, pool, embedder, cpu)
         yield WorkerServices(pool, embedder, cpu, llm, recall)

@@ -40,8 +40,8 @@ with workflow.unsafe.imports_passed_through():
         OperationUpdate,
     )
     from workflows import policies
+    from workflows.errors import error_message
     from workflows.policies import options
-    from workflows.retain import error_message
 
 from workflows.consolidation import SETTLE_AFTER_RETAIN, request_consolidation
 from workflows.pipeline import BATCH_PROGRESS, run_batches, signal_released

@@ -84,6 +84,17 @@ REFLECT_TOOL = ActivityPolicy(
     ),
 )
 # Bookkeeping of operation status; must not be the reason a retain fails.
+# A webhook send: a receiver that is down or answers non-2xx gets 6 tries over ~30 s
+# (1, 2, 4, 8, 16 s apart), then the delivery is marked failed.
+WEBHOOK = ActivityPolicy(
+    timedelta(seconds=30),
+    RetryPolicy(
+        initial_interval=timedelta(seconds=1),
+        backoff_coefficient=2.0,
+        maximum_interval=timedelta(seconds=30),
+        maximum_attempts=6,
+    ),
+)
 BOOKKEEPING = ActivityPolicy(timedelta(seconds=30), _FAST_RETRY)
 
 # Fan-out bounds of the document pipeline (workflows/pipeline.py).

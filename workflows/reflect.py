@@ -81,6 +81,7 @@ class ReflectWorkflow:
         self._llm_calls: list[dict[str, Any]] = []
         self._tool_calls: list[dict[str, Any]] = []
         self._iteration = 0
+        self._bank_id: str | None = None
 
     @workflow.query
     def progress(self) -> dict[str, int]:
@@ -92,6 +93,8 @@ class ReflectWorkflow:
 
     @workflow.run
     async def run(self, request: ReflectInput) -> ReflectOutput:
+        # Only labels the model calls' log rows (an activity input: not replayed as a command).
+        self._bank_id = request.bank_id
         context: ReflectContext = await workflow.execute_activity_method(
             ReflectActivities.load_reflect_context,
             ContextRequest(request.bank_id),
@@ -193,7 +196,7 @@ class ReflectWorkflow:
     ) -> Turn:
         turn: Turn = await workflow.execute_activity_method(
             ReflectActivities.reflect_turn,
-            TurnRequest(messages, tools, scope, max_tokens),
+            TurnRequest(messages, tools, scope, max_tokens, self._bank_id),
             start_to_close_timeout=policies.REFLECT_MODEL.start_to_close,
             retry_policy=policies.REFLECT_MODEL.retry,
             heartbeat_timeout=policies.REFLECT_MODEL.heartbeat,
@@ -226,7 +229,7 @@ class ReflectWorkflow:
             return None
         structured: Structured = await workflow.execute_activity_method(
             ReflectActivities.structure_reflect_answer,
-            StructureRequest(request.query, answer, request.response_schema),
+            StructureRequest(request.query, answer, request.response_schema, request.bank_id),
             start_to_close_timeout=policies.REFLECT_MODEL.start_to_close,
             retry_policy=policies.REFLECT_MODEL.retry,
             heartbeat_timeout=policies.REFLECT_MODEL.heartbeat,

@@ -37,18 +37,13 @@ with workflow.unsafe.imports_passed_through():
     from workflows.policies import options
 
 from workflows.consolidation import SETTLE_AFTER_RETAIN, request_consolidation
+from workflows.errors import error_message
 from workflows.pipeline import run_batches, signal_released
+from workflows.webhooks import notify
 
 
 class DocumentsFailed(Exception):
     """Some documents of the request could not be stored (the first reason is named)."""
-
-
-def error_message(exc: BaseException) -> str:
-    """The innermost cause's message: what actually went wrong."""
-    while isinstance(exc, ActivityError | ChildWorkflowError) and exc.cause is not None:
-        exc = exc.cause
-    return str(exc) or type(exc).__name__
 
 
 @workflow.defn
@@ -89,9 +84,28 @@ class RetainWorkflow:
                 await self._end(request, "cancelled", "cancelled")
                 raise
             await self._end(request, "failed", error_message(exc))
+            if workflow.patched("webhooks-after-retain"):
+                await notify(
+                    request.bank_id,
+                    f"retain:{request.operation_id}",
+                    "retain.failed",
+                    {"operation_id": request.operation_id, "error": error_message(exc)},
+                )
             raise ApplicationError(error_message(exc), non_retryable=True) from exc
         await self._end(request, "completed", None)
         added, removed, chunks_added, chunks_removed, links = self._totals
+        if workflow.patched("webhooks-after-retain"):
+            await notify(
+                request.bank_id,
+                f"retain:{request.operation_id}",
+                "retain.completed",
+                {
+                    "operation_id": request.operation_id,
+                    "documents": self._documents_done,
+                    "facts_added": added,
+                    "facts_removed": removed,
+                },
+            )
         if workflow.patched("consolidate-after-retain") and (added > 0 or removed > 0):
             await self._consolidate(request)
         # The document ids are in the operation's result (they may be many).

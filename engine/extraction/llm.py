@@ -418,6 +418,9 @@ def build_user_prompt(text: str, item: ItemContext) -> str:
         lines.append(f'Speaker: {item.speaker} ("I" and "me" refer to {item.speaker}).')
     if item.context:
         lines.append(f"Context: {item.context}")
+    if item.metadata:
+        pairs = "; ".join(f"{key}: {value}" for key, value in sorted(item.metadata.items()))
+        lines.append(f"Metadata: {pairs}")
     lines += ["", "Text:", text]
     return "\n".join(lines)
 

@@ -9,7 +9,7 @@ cost nothing to compute.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TypeVar
 
 T = TypeVar("T")
@@ -37,3 +37,25 @@ def fill_budget(
             kept.append(item)
             used += tokens
     return kept, used
+
+
+def fill_preferring_observations(
+    items: Sequence[T],
+    ident: Callable[[T], str],
+    is_observation: Callable[[T], bool],
+    evidence: Mapping[str, Sequence[str]],
+    cost: Callable[[T], int],
+    max_tokens: int,
+) -> tuple[list[T], int]:
+    """Hindsight's `prefer_observations`: a raw fact an observation in the answer was built
+    from is dropped, and the budget it held goes to the next candidates in order. Repeated
+    until nothing more drops (a backfilled observation may cover facts already kept); it
+    ends because every round drops at least one fact for good."""
+    dropped: set[str] = set()
+    while True:
+        kept, used = fill_budget([i for i in items if ident(i) not in dropped], cost, max_tokens)
+        covered = {f for i in kept if is_observation(i) for f in evidence.get(ident(i), ())}
+        newly = {ident(i) for i in kept if not is_observation(i) and ident(i) in covered}
+        if not newly:
+            return kept, used
+        dropped |= newly

@@ -23,7 +23,7 @@ from engine.bm25 import BM25Params
 from engine.db import Pool
 from engine.embedding import Embedder
 from engine.lifecycle.access import AccessBuffer
-from engine.recall.budget import estimate_tokens, fill_budget
+from engine.recall.budget import estimate_tokens, fill_budget, fill_preferring_observations
 from engine.recall.candidates import (
     fetch_chunks,
     fetch_evidence,
@@ -196,7 +196,7 @@ class RecallEngine:
             window,
         )
         timer.marks["rerank"] = round(ranked.rerank_ms, 3)
-        kept, used = fill_budget(ranked.memories, lambda m: m.tokens, request.max_tokens)
+        kept, used = await self._fill(request, ranked.memories)
         if self._access is not None and request.as_of is None and kept:
             self._access.record(request.bank_id, [m.row.id for m in kept])
         entities = chunks = None
@@ -390,6 +390,25 @@ class RecallEngine:
         moved_by_mmr = sum(1 for a, b in zip(order, by_final, strict=True) if a != b)
         elapsed = (time.perf_counter() - started) * 1000
         return Ranked(memories, elapsed, len(rows) - len(keep), moved_by_rerank, moved_by_mmr)
+
+    async def _fill(
+        self, request: RecallRequest, memories: list[RecalledMemory]
+    ) -> tuple[list[RecalledMemory], int]:
+        """The answer within max_tokens, in rank order; with prefer_observations, without
+        the raw facts its observations were built from (fill_preferring_observations)."""
+        observations = [m.row.id for m in memories if m.row.fact_type == "observation"]
+        if not request.prefer_observations or not observations:
+            return fill_budget(memories, lambda m: m.tokens, request.max_tokens)
+        async with self._pool.acquire() as conn:
+            evidence = await fetch_evidence(conn, observations)
+        return fill_preferring_observations(
+            memories,
+            lambda m: m.row.id,
+            lambda m: m.row.fact_type == "observation",
+            evidence,
+            lambda m: m.tokens,
+            request.max_tokens,
+        )
 
     async def _sources(
         self, request: RecallRequest, kept: list[RecalledMemory]

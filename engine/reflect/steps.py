@@ -34,6 +34,7 @@ class TurnRequest:
     scope: str  # "agent_1", ..., "final": names the call in the trace
     # The caller's cap on the answer, sent as the model's max_tokens (None: the model's own).
     max_tokens: int | None = None
+    bank_id: str | None = None  # labels the call in the LLM request log
 
 
 @dataclass(frozen=True)
@@ -102,6 +103,7 @@ class StructureRequest:
     query: str
     answer: str
     response_schema: dict[str, Any]
+    bank_id: str | None = None  # labels the call in the LLM request log
 
 
 @dataclass(frozen=True)

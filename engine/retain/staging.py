@@ -89,7 +89,9 @@ async def stage_extracted(
 ) -> StagedFacts:
     """Extract every chunk of the batch and stage the facts (all chunks concurrently)."""
     contexts = [
-        ItemContext(mentioned_at=c.mentioned_at, context=c.context, speaker=c.speaker)
+        ItemContext(
+            mentioned_at=c.mentioned_at, context=c.context, speaker=c.speaker, metadata=c.metadata
+        )
         for c in batch.chunks
     ]
     results = await asyncio.gather(

@@ -54,6 +54,9 @@ class BankConfig:
     def lifecycle_policy(self) -> LifecyclePolicy:
         return resolve_policy(self.lifecycle_preset, self.lifecycle)
 
+    # The MCP tools this bank exposes (empty: all of them).
+    mcp_enabled_tools: tuple[str, ...] = ()
+
     def validated(self) -> BankConfig:
         self.disposition.validated()
         if not isinstance(self.lifecycle, dict):
@@ -70,6 +73,7 @@ class BankConfig:
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
         data["directives"] = list(self.directives)
+        data["mcp_enabled_tools"] = list(self.mcp_enabled_tools)
         return data
 
     @classmethod
@@ -80,6 +84,8 @@ class BankConfig:
             values["disposition"] = Disposition(**values["disposition"])
         if "directives" in values:
             values["directives"] = tuple(values["directives"])
+        if "mcp_enabled_tools" in values:
+            values["mcp_enabled_tools"] = tuple(values["mcp_enabled_tools"])
         return cls(**values)
 
 

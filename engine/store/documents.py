@@ -159,3 +159,35 @@ async def delete_document(conn: Connection, bank_id: str, document_id: str) -> i
         )
         await conn.execute(DELETE_ORPHAN_ENTITIES, bank_id, entity_ids)
     return int(facts)
+
+
+_SET_TAGS = """
+WITH doc AS (
+  UPDATE documents SET tags = $3, updated_at = now()
+  WHERE bank_id = $1 AND document_id = $2
+  RETURNING 1
+), facts AS (
+  UPDATE memory_units SET tags = $3, updated_at = now()
+  WHERE bank_id = $1 AND document_id = $2 AND fact_type <> 'observation' AND tags <> $3
+  RETURNING 1
+)
+SELECT (SELECT count(*) FROM doc) AS documents, (SELECT count(*) FROM facts) AS facts
+"""
+
+
+async def set_document_tags(
+    conn: Connection, bank_id: str, document_id: str, tags: list[str]
+) -> int:
+    """New tags for a document and the facts extracted from it (under the document's lock,
+    so a retain of it in flight does not interleave); returns the facts changed."""
+    async with conn.transaction():
+        await conn.execute(
+            "SELECT pg_advisory_xact_lock(hashtextextended($1 || E'\\x1f' || $2, 0))",
+            bank_id,
+            document_id,
+        )
+        row = await conn.fetchrow(_SET_TAGS, bank_id, document_id, tags)
+    assert row is not None
+    if row["documents"] == 0:
+        raise NotFound("document", document_id)
+    return int(row["facts"])

@@ -139,3 +139,22 @@ async def open_workflow_ids(conn: Connection, bank_id: str) -> list[str]:
         bank_id,
     )
     return [row["workflow_id"] for row in rows]
+
+
+async def delete_operation(conn: Connection, bank_id: str, operation_id: str) -> None:
+    """Forget a finished operation's record; a pending or running one is a Conflict."""
+    status = await conn.fetchval(
+        "SELECT status FROM operations WHERE bank_id = $1 AND operation_id = $2",
+        bank_id,
+        operation_id,
+    )
+    if status is None:
+        raise NotFound("operation", operation_id)
+    if status not in ("completed", "failed", "cancelled"):
+        raise Conflict(f"operation {operation_id} is still {status}; cancel it first")
+    await conn.execute(
+        "DELETE FROM operations WHERE bank_id = $1 AND operation_id = $2 AND status = $3",
+        bank_id,
+        operation_id,
+        status,
+    )

@@ -7,14 +7,20 @@ from starlette.routing import BaseRoute
 from server.routes import (
     audit,
     banks,
+    directives,
+    files,
     imports,
+    insights,
     lifecycle,
+    llm_log,
     memories,
     mental_models,
     observations,
     recall,
     reflect,
     retain,
+    unsupported,
+    webhooks,
 )
 
 
@@ -30,4 +36,11 @@ def api_routes() -> list[BaseRoute]:
         *reflect.routes(),
         *mental_models.routes(),
         *audit.routes(),
+        *directives.routes(),
+        *files.routes(),
+        *insights.routes(),
+        *llm_log.routes(),
+        *webhooks.routes(),
+        # Last: a real route for the same path and method wins over its placeholder.
+        *unsupported.routes(),
     ]

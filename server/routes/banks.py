@@ -24,6 +24,7 @@ from engine.store.banks import (
     put_bank,
     reset_bank_config,
 )
+from engine.store.insights import detailed_stats
 from engine.store.operations import open_workflow_ids
 from server.http import (
     int_param,
@@ -35,7 +36,18 @@ from server.http import (
     services_of,
 )
 from server.lifecycle import delete_lifecycle_schedule, ensure_lifecycle_schedule
+from server.mcp_server.tools import TOOLS_BY_NAME
 from server.mental_models import delete_schedule
+from server.openapi import ApiRoute
+from server.queries import PageQuery
+from server.responses import (
+    BankConfigResponse,
+    BankListResponse,
+    BankProfileResponse,
+    BankStatsResponse,
+    DeleteResponse,
+)
+from server.routes.retain import WIRE_STATUS
 from server.schemas import BankIn, ConfigPatchIn
 from workflows.consolidation import consolidation_workflow_id
 
@@ -83,6 +95,9 @@ def config_changes(body: BankIn) -> dict[str, Any]:
         changes["extraction_mode"] = HINDSIGHT_MODES[body.retain_extraction_mode]
     if body.extraction_mode is not None:
         changes["extraction_mode"] = body.extraction_mode
+    unknown = sorted(set(body.mcp_enabled_tools or ()) - set(TOOLS_BY_NAME))
+    if unknown:
+        raise InvalidInput("mcp_enabled_tools", f"unknown tools: {', '.join(unknown)}")
     chunk_size = body.chunk_size or body.retain_chunk_size
     if chunk_size is not None:
         changes["chunk_size"] = chunk_size
@@ -96,6 +111,7 @@ def config_changes(body: BankIn) -> dict[str, Any]:
         "directives",
         "lifecycle_preset",
         "lifecycle",
+        "mcp_enabled_tools",
     ):
         value = getattr(body, key)
         if value is not None:
@@ -191,6 +207,8 @@ async def stats(request: Request) -> Response:
     async with services_of(request).pool.acquire() as conn:
         await get_bank(conn, bank_id)
         s = await bank_stats(conn, bank_id)
+        d = await detailed_stats(conn, bank_id)
+    operations = d.operations_by_status
     return json_response(
         {
             "bank_id": bank_id,
@@ -199,12 +217,20 @@ async def stats(request: Request) -> Response:
             "total_documents": s.documents,
             "total_entities": s.entities,
             "total_observations": s.observations,
-            "nodes_by_fact_type": {},
-            "links_by_link_type": {},
-            "links_by_fact_type": {},
-            "links_breakdown": {},
-            "pending_operations": 0,
-            "failed_operations": 0,
+            "nodes_by_fact_type": d.nodes_by_fact_type,
+            "links_by_link_type": d.links_by_link_type,
+            "links_by_fact_type": d.links_by_fact_type,
+            "links_breakdown": {
+                "by_link_type": d.links_by_link_type,
+                "by_fact_type": d.links_by_fact_type,
+            },
+            "pending_operations": operations.get("pending", 0) + operations.get("running", 0),
+            "failed_operations": operations.get("failed", 0),
+            "operations_by_status": {WIRE_STATUS.get(k, k): v for k, v in operations.items()},
+            "last_memory_write_at": iso(d.last_memory_write_at),
+            "last_consolidated_at": iso(d.last_consolidated_at),
+            "pending_consolidation": d.pending_consolidation,
+            "failed_consolidation": 0,
         }
     )
 
@@ -246,12 +272,71 @@ async def reset_config(request: Request) -> Response:
 def routes() -> list[Route]:
     base = "/v1/default/banks"
     return [
-        Route(base, list_all, methods=["GET"]),
-        Route(base + "/{bank_id}", put, methods=["PUT", "PATCH"]),
-        Route(base + "/{bank_id}", delete, methods=["DELETE"]),
-        Route(base + "/{bank_id}/profile", profile, methods=["GET"]),
-        Route(base + "/{bank_id}/stats", stats, methods=["GET"]),
-        Route(base + "/{bank_id}/config", get_config, methods=["GET"]),
-        Route(base + "/{bank_id}/config", patch_config, methods=["PATCH"]),
-        Route(base + "/{bank_id}/config", reset_config, methods=["DELETE"]),
+        ApiRoute(
+            base,
+            list_all,
+            methods=["GET"],
+            tag="banks",
+            summary="List banks",
+            query=PageQuery,
+            response=BankListResponse,
+        ),
+        ApiRoute(
+            base + "/{bank_id}",
+            put,
+            methods=["PUT", "PATCH"],
+            tag="banks",
+            summary="Create or update a bank",
+            body=BankIn,
+            response=BankProfileResponse,
+        ),
+        ApiRoute(
+            base + "/{bank_id}",
+            delete,
+            methods=["DELETE"],
+            tag="banks",
+            summary="Delete a bank and everything in it",
+            response=DeleteResponse,
+        ),
+        ApiRoute(
+            base + "/{bank_id}/profile",
+            profile,
+            methods=["GET"],
+            tag="banks",
+            summary="A bank's profile",
+            response=BankProfileResponse,
+        ),
+        ApiRoute(
+            base + "/{bank_id}/stats",
+            stats,
+            methods=["GET"],
+            tag="banks",
+            summary="Counts of a bank's memories, links and work",
+            response=BankStatsResponse,
+        ),
+        ApiRoute(
+            base + "/{bank_id}/config",
+            get_config,
+            methods=["GET"],
+            tag="banks",
+            summary="A bank's configuration",
+            response=BankConfigResponse,
+        ),
+        ApiRoute(
+            base + "/{bank_id}/config",
+            patch_config,
+            methods=["PATCH"],
+            tag="banks",
+            summary="Change a bank's configuration",
+            body=ConfigPatchIn,
+            response=BankConfigResponse,
+        ),
+        ApiRoute(
+            base + "/{bank_id}/config",
+            reset_config,
+            methods=["DELETE"],
+            tag="banks",
+            summary="Reset a bank's configuration to the defaults",
+            response=BankConfigResponse,
+        ),
     ]

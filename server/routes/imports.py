@@ -32,7 +32,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
-from starlette.routing import BaseRoute, Route
+from starlette.routing import BaseRoute
 from temporalio.client import (
     WorkflowQueryFailedError,
     WorkflowQueryRejectedError,
@@ -53,6 +53,7 @@ from engine.store.operations import Operation, get_operation, register_operation
 from engine.validation import printable, text_problem
 from server.http import check_visible, iso, json_object, json_response, path_param, services_of
 from server.lifecycle import ensure_lifecycle_schedule
+from server.openapi import ApiRoute
 from server.routes.retain import TERMINAL, WIRE_STATUS, reconcile
 from server.services import Services
 from workflows.imports import ImportWorkflow, import_workflow_id
@@ -241,8 +242,32 @@ async def export_bank(request: Request) -> Response:
 def routes() -> list[BaseRoute]:
     base = "/v1/default/banks/{bank_id}"
     return [
-        Route(base + "/import", start_import, methods=["POST"]),
-        Route(base + "/import/{operation_id}", import_status, methods=["GET"]),
-        Route("/v1/default/imports/{operation_id}", import_status, methods=["GET"]),
-        Route(base + "/export", export_bank, methods=["GET"]),
+        ApiRoute(
+            base + "/import",
+            start_import,
+            methods=["POST"],
+            tag="imports",
+            summary="Import documents in bulk (docs/import.md)",
+        ),
+        ApiRoute(
+            base + "/import/{operation_id}",
+            import_status,
+            methods=["GET"],
+            tag="imports",
+            summary="An import's progress",
+        ),
+        ApiRoute(
+            "/v1/default/imports/{operation_id}",
+            import_status,
+            methods=["GET"],
+            tag="imports",
+            summary="An import's progress",
+        ),
+        ApiRoute(
+            base + "/export",
+            export_bank,
+            methods=["GET"],
+            tag="imports",
+            summary="The bank as JSON lines (application/x-ndjson)",
+        ),
     ]

@@ -19,6 +19,7 @@ from engine.store.documents import (
     get_document,
     list_chunks,
     list_documents,
+    set_document_tags,
 )
 from engine.store.memories import (
     TIME_FIELDS,
@@ -38,6 +39,7 @@ from server.http import (
     int_param,
     iso,
     json_response,
+    parse_body,
     path_param,
     principal_of,
     services_of,
@@ -45,7 +47,22 @@ from server.http import (
     texts_param,
     uuid_param,
 )
+from server.openapi import ApiRoute
+from server.queries import MemoryListQuery, PageQuery
+from server.responses import (
+    ChunkResponse,
+    DeleteDocumentResponse,
+    DeleteResponse,
+    DocumentResponse,
+    EntityDetailResponse,
+    EntityListResponse,
+    ListChunksResponse,
+    ListDocumentsResponse,
+    ListMemoryUnitsResponse,
+    UpdateDocumentResponse,
+)
 from server.routes.observations import observation_fields
+from server.schemas import Request as Body
 
 FACT_TYPES = ("world", "experience", "observation")
 # Hindsight's curation states on the wire: 'valid' is an active fact and 'invalidated' an
@@ -347,19 +364,121 @@ async def get_entity_route(request: Request) -> Response:
     )
 
 
+class UpdateDocumentIn(Body):
+    tags: list[str] | None = None
+
+
+async def update_document_route(request: Request) -> Response:
+    """New tags for a document and its facts, without re-extraction. (Hindsight also
+    re-consolidates observations built from those facts; Engram's keep their tags.)"""
+    bank_id, document_id = path_param(request, "bank_id"), path_param(request, "document_id")
+    body = await parse_body(request, UpdateDocumentIn)
+    async with services_of(request).pool.acquire() as conn:
+        await get_bank(conn, bank_id)
+        changed = 0
+        if body.tags is not None:
+            tags = list(dict.fromkeys(body.tags))
+            changed = await set_document_tags(conn, bank_id, document_id, tags)
+        else:
+            await get_document(conn, bank_id, document_id)
+    return json_response({"success": True, "memory_units_updated": changed})
+
+
 def routes() -> list[Route]:
     base = "/v1/default/banks/{bank_id}"
     return [
-        Route(base + "/memories/list", list_memory_route, methods=["GET"]),
-        Route(base + "/memories", clear_route, methods=["DELETE"]),
-        Route(base + "/memories/{memory_id}", get_memory_route, methods=["GET"]),
-        Route(base + "/documents", list_documents_route, methods=["GET"]),
+        ApiRoute(
+            base + "/memories/list",
+            list_memory_route,
+            methods=["GET"],
+            tag="memories",
+            summary="List memories",
+            query=MemoryListQuery,
+            response=ListMemoryUnitsResponse,
+        ),
+        ApiRoute(
+            base + "/memories",
+            clear_route,
+            methods=["DELETE"],
+            tag="memories",
+            summary="Delete all of a bank's memories",
+            response=DeleteResponse,
+        ),
+        ApiRoute(
+            base + "/memories/{memory_id}",
+            get_memory_route,
+            methods=["GET"],
+            tag="memories",
+            summary="One memory with its links",
+        ),
+        ApiRoute(
+            base + "/documents",
+            list_documents_route,
+            methods=["GET"],
+            tag="documents",
+            summary="List documents",
+            query=PageQuery,
+            response=ListDocumentsResponse,
+        ),
         # Document ids may contain "/" (a folder import names documents by relative path),
         # and Starlette decodes %2F before routing: the `path` converter takes them whole.
-        Route(base + "/documents/{document_id:path}/chunks", list_chunks_route, methods=["GET"]),
-        Route(base + "/documents/{document_id:path}", get_document_route, methods=["GET"]),
-        Route(base + "/documents/{document_id:path}", delete_document_route, methods=["DELETE"]),
-        Route("/v1/default/chunks/{chunk_id}", get_chunk_route, methods=["GET"]),
-        Route(base + "/entities", list_entities_route, methods=["GET"]),
-        Route(base + "/entities/{entity_id}", get_entity_route, methods=["GET"]),
+        ApiRoute(
+            base + "/documents/{document_id:path}/chunks",
+            list_chunks_route,
+            methods=["GET"],
+            tag="documents",
+            summary="A document's chunks",
+            query=PageQuery,
+            response=ListChunksResponse,
+        ),
+        ApiRoute(
+            base + "/documents/{document_id:path}",
+            get_document_route,
+            methods=["GET"],
+            tag="documents",
+            summary="One document",
+            response=DocumentResponse,
+        ),
+        ApiRoute(
+            base + "/documents/{document_id:path}",
+            delete_document_route,
+            methods=["DELETE"],
+            tag="documents",
+            summary="Delete a document and its memories",
+            response=DeleteDocumentResponse,
+        ),
+        ApiRoute(
+            base + "/documents/{document_id:path}",
+            update_document_route,
+            methods=["PATCH"],
+            tag="documents",
+            summary="Change a document's tags (and its facts'), without re-extraction",
+            body=UpdateDocumentIn,
+            response=UpdateDocumentResponse,
+        ),
+        ApiRoute(
+            "/v1/default/chunks/{chunk_id}",
+            get_chunk_route,
+            methods=["GET"],
+            tag="documents",
+            summary="One chunk",
+            response=ChunkResponse,
+        ),
+        ApiRoute(
+            base + "/entities",
+            list_entities_route,
+            methods=["GET"],
+            tag="entities",
+            summary="List entities",
+            query=PageQuery,
+            response=EntityListResponse,
+        ),
+        ApiRoute(
+            base + "/entities/{entity_id}",
+            get_entity_route,
+            methods=["GET"],
+            tag="entities",
+            summary="One entity with its facts",
+            response=EntityDetailResponse,
+        ),
     ]

@@ -50,6 +50,7 @@ from server.http import (
     texts_param,
 )
 from server.mental_models import delete_schedule, submit_refresh, sync_schedule
+from server.openapi import ApiRoute
 from server.schemas import Request as Body
 
 Model = TypeVar("Model", bound=BaseModel)
@@ -338,13 +339,66 @@ async def dry_run(request: Request) -> Response:
 def routes() -> list[Route]:
     base = "/v1/default/banks/{bank_id}/mental-models"
     return [
-        Route(base, create, methods=["POST"]),
-        Route(base, list_all, methods=["GET"]),
-        Route(base + "/{id}", get_one, methods=["GET"]),
-        Route(base + "/{id}", update, methods=["PATCH"]),
-        Route(base + "/{id}", delete, methods=["DELETE"]),
-        Route(base + "/{id}/refresh", refresh, methods=["POST"]),
-        Route(base + "/{id}/clear", clear, methods=["POST"]),
-        Route(base + "/{id}/history", history, methods=["GET"]),
-        Route(base + "/{id}/dry-run-refresh", dry_run, methods=["POST"]),
+        ApiRoute(
+            base,
+            create,
+            methods=["POST"],
+            tag="mental-models",
+            summary="Create a mental model (its first refresh starts)",
+            body=CreateIn,
+        ),
+        ApiRoute(
+            base, list_all, methods=["GET"], tag="mental-models", summary="List mental models"
+        ),
+        ApiRoute(
+            base + "/{id}",
+            get_one,
+            methods=["GET"],
+            tag="mental-models",
+            summary="One mental model",
+        ),
+        ApiRoute(
+            base + "/{id}",
+            update,
+            methods=["PATCH"],
+            tag="mental-models",
+            summary="Change a mental model (null leaves a field unchanged)",
+            body=UpdateIn,
+        ),
+        ApiRoute(
+            base + "/{id}",
+            delete,
+            methods=["DELETE"],
+            tag="mental-models",
+            summary="Delete a mental model",
+        ),
+        ApiRoute(
+            base + "/{id}/refresh",
+            refresh,
+            methods=["POST"],
+            tag="mental-models",
+            summary="Refresh a mental model now",
+            body=RefreshIn,
+        ),
+        ApiRoute(
+            base + "/{id}/clear",
+            clear,
+            methods=["POST"],
+            tag="mental-models",
+            summary="Empty a mental model's content",
+        ),
+        ApiRoute(
+            base + "/{id}/history",
+            history,
+            methods=["GET"],
+            tag="mental-models",
+            summary="A mental model's earlier versions, newest first",
+        ),
+        ApiRoute(
+            base + "/{id}/dry-run-refresh",
+            dry_run,
+            methods=["POST"],
+            tag="mental-models",
+            summary="Not implemented (501): POST .../refresh runs a refresh",
+        ),
     ]

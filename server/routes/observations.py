@@ -23,6 +23,7 @@ from engine.errors import InvalidInput
 from engine.lifecycle.versions import FactVersion, fact_history
 from engine.store.banks import get_bank
 from server.http import iso, json_response, path_param, services_of
+from server.openapi import ApiRoute
 from workflows.consolidation import ConsolidationWorkflow, consolidation_workflow_id
 
 
@@ -151,8 +152,32 @@ async def status_route(request: Request) -> Response:
 def routes() -> list[Route]:
     base = "/v1/default/banks/{bank_id}"
     return [
-        Route(base + "/observations", clear_route, methods=["DELETE"]),
-        Route(base + "/consolidate", consolidate_route, methods=["POST"]),
-        Route(base + "/consolidation", status_route, methods=["GET"]),
-        Route(base + "/memories/{memory_id}/history", history_route, methods=["GET"]),
+        ApiRoute(
+            base + "/observations",
+            clear_route,
+            methods=["DELETE"],
+            tag="observations",
+            summary="Delete all observations (consolidation rebuilds them)",
+        ),
+        ApiRoute(
+            base + "/consolidate",
+            consolidate_route,
+            methods=["POST"],
+            tag="observations",
+            summary="Consolidate new facts into observations now",
+        ),
+        ApiRoute(
+            base + "/consolidation",
+            status_route,
+            methods=["GET"],
+            tag="observations",
+            summary="Consolidation state and backlog",
+        ),
+        ApiRoute(
+            base + "/memories/{memory_id}/history",
+            history_route,
+            methods=["GET"],
+            tag="observations",
+            summary="An observation's history",
+        ),
     ]

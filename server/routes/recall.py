@@ -7,14 +7,16 @@ from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import BaseRoute, Route
+from starlette.routing import BaseRoute
 
 from engine.db import Pool
 from engine.recall.types import CandidateRow, RankingBoosts, RecalledMemory, RecallResult
 from engine.store.banks import Bank, get_bank
 from server.http import iso, json_response, parse_body, path_param, services_of
+from server.openapi import ApiRoute
 from server.recall_metrics import RecallMetrics
 from server.recall_schemas import RecallIn, to_recall_request
+from server.responses import RecallResponse
 
 
 def row_item(row: CandidateRow, include_entities: bool) -> dict[str, Any]:
@@ -133,4 +135,14 @@ async def _boosts_of(bank_read: asyncio.Future[Bank]) -> RankingBoosts:
 
 
 def routes() -> list[BaseRoute]:
-    return [Route("/v1/default/banks/{bank_id}/memories/recall", recall, methods=["POST"])]
+    return [
+        ApiRoute(
+            "/v1/default/banks/{bank_id}/memories/recall",
+            recall,
+            methods=["POST"],
+            tag="memories",
+            summary="Recall memories relevant to a query",
+            body=RecallIn,
+            response=RecallResponse,
+        )
+    ]

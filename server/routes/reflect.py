@@ -15,7 +15,7 @@ from typing import Annotated, Any
 from pydantic import Field
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import BaseRoute, Route
+from starlette.routing import BaseRoute
 from temporalio.client import WorkflowFailureError
 from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflowError
 
@@ -28,9 +28,11 @@ from engine.store.banks import get_bank
 from engine.store.memories import TagsMatch
 from engine.types import FactType
 from server.http import iso, json_response, parse_body, path_param, services_of
+from server.openapi import ApiRoute
+from server.responses import ReflectResponse
 from server.schemas import Request as Body
+from workflows.errors import error_message
 from workflows.reflect import ReflectWorkflow, reflect_workflow_id
-from workflows.retain import error_message
 
 MAX_CONTEXT_CHARS = 20_000
 MAX_ANSWER_TOKENS = 100_000
@@ -182,4 +184,14 @@ async def reflect(request: Request) -> Response:
 
 
 def routes() -> list[BaseRoute]:
-    return [Route("/v1/default/banks/{bank_id}/reflect", reflect, methods=["POST"])]
+    return [
+        ApiRoute(
+            "/v1/default/banks/{bank_id}/reflect",
+            reflect,
+            methods=["POST"],
+            tag="reflect",
+            summary="Answer a question from memory (an LLM reasons over recall)",
+            body=ReflectIn,
+            response=ReflectResponse,
+        )
+    ]

@@ -14,6 +14,7 @@ from engine.errors import Conflict
 from engine.store.banks import get_bank
 from engine.store.operations import (
     Operation,
+    delete_operation,
     get_operation,
     list_operations,
     update_operation,
@@ -26,6 +27,14 @@ from server.http import (
     parse_body,
     path_param,
     services_of,
+)
+from server.openapi import ApiRoute
+from server.queries import OperationsQuery
+from server.responses import (
+    CancelOperationResponse,
+    OperationResponse,
+    OperationsListResponse,
+    RetainResponse,
 )
 from server.retain import submit_retain, wait_retain
 from server.schemas import RetainIn
@@ -162,11 +171,63 @@ async def cancel(request: Request) -> Response:
     )
 
 
+async def delete_done(request: Request) -> Response:
+    """Forget a finished operation (Hindsight's `DELETE .../operations/{id}/delete`)."""
+    services = services_of(request)
+    bank_id, operation_id = path_param(request, "bank_id"), path_param(request, "operation_id")
+    async with services.pool.acquire() as conn:
+        operation = await get_operation(conn, bank_id, operation_id)
+    await reconcile(services, operation)
+    async with services.pool.acquire() as conn:
+        await delete_operation(conn, bank_id, operation_id)
+    return json_response(
+        {"success": True, "message": "operation deleted", "operation_id": operation_id}
+    )
+
+
 def routes() -> list[Route]:
     base = "/v1/default/banks/{bank_id}"
     return [
-        Route(base + "/memories", retain, methods=["POST"]),
-        Route(base + "/operations", list_all, methods=["GET"]),
-        Route(base + "/operations/{operation_id}", get_one, methods=["GET"]),
-        Route(base + "/operations/{operation_id}", cancel, methods=["DELETE"]),
+        ApiRoute(
+            base + "/memories",
+            retain,
+            methods=["POST"],
+            tag="memories",
+            summary="Retain memories",
+            body=RetainIn,
+            response=RetainResponse,
+        ),
+        ApiRoute(
+            base + "/operations",
+            list_all,
+            methods=["GET"],
+            tag="operations",
+            summary="List a bank's operations",
+            query=OperationsQuery,
+            response=OperationsListResponse,
+        ),
+        ApiRoute(
+            base + "/operations/{operation_id}",
+            get_one,
+            methods=["GET"],
+            tag="operations",
+            summary="One operation's status",
+            response=OperationResponse,
+        ),
+        ApiRoute(
+            base + "/operations/{operation_id}/delete",
+            delete_done,
+            methods=["DELETE"],
+            tag="operations",
+            summary="Forget a completed, failed or cancelled operation",
+            response=CancelOperationResponse,
+        ),
+        ApiRoute(
+            base + "/operations/{operation_id}",
+            cancel,
+            methods=["DELETE"],
+            tag="operations",
+            summary="Cancel an operation",
+            response=CancelOperationResponse,
+        ),
     ]

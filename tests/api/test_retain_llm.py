@@ -67,6 +67,7 @@ async def retain(api: httpx.AsyncClient, bank: str) -> httpx.Response:
                     ),
                     "timestamp": "2023-05-08T13:56:00Z",
                     "context": "chat between Caroline and Melanie",
+                    "metadata": {"dia_id": "D1:3"},
                     "document_id": "chat",
                 }
             ]
@@ -86,6 +87,7 @@ async def test_server_errors_and_invalid_output_are_retried_then_facts_stored(
     assert len(requests) == 3  # the 500, the invalid answer, the re-ask
     prompt = " ".join(str(m.get("content")) for m in requests[-1]["messages"])
     assert "2023-05-08" in prompt and "chat between Caroline and Melanie" in prompt
+    assert "Metadata: dia_id: D1:3" in prompt  # item metadata reaches the extractor
     items = (await api.get(f"{BASE}/{bank_id}/memories/list")).json()["items"]
     by_text: dict[str, dict[str, Any]] = {i["text"]: i for i in items}
     first = by_text["Caroline went to an LGBTQ support group on 7 May 2023."]
