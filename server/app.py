@@ -23,6 +23,7 @@ from starlette.routing import BaseRoute, Route
 
 from engine.db import Pool, pending_migrations
 from engine.store.status import memory_status
+from server.console_routes import console_routes
 from server.errors import EXCEPTION_HANDLERS
 from server.metrics import HTTPMetrics, MemoryGauges, MetricsMiddleware, PoolCollector
 from server.recall_metrics import RecallMetrics
@@ -129,6 +130,7 @@ def create_app(open_services: ServicesFactory) -> Starlette:
         Route("/version", version, methods=["GET"]),
         Route("/metrics", metrics_endpoint, methods=["GET"]),
         *api_routes(),
+        *console_routes(),
     ]
 
     @asynccontextmanager

@@ -7,6 +7,7 @@ from starlette.routing import BaseRoute
 from server.routes import (
     audit,
     banks,
+    graph,
     imports,
     lifecycle,
     memories,
@@ -23,6 +24,7 @@ def api_routes() -> list[BaseRoute]:
         *banks.routes(),
         *retain.routes(),
         *recall.routes(),
+        *graph.routes(),
         *memories.routes(),
         *lifecycle.routes(),
         *imports.routes(),
