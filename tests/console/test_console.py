@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 from playwright.async_api import Browser, ConsoleMessage, Error, Page, Request, Route
 
 BANK = "console-demo"
@@ -265,3 +266,33 @@ async def test_the_graph_stays_readable_at_1500_entities(
     await ui.shot("graph-1500")
     await context.close()
     assert ui.errors == []
+
+
+async def test_correct_and_forget_from_the_memory_page(
+    browser: Browser, url: str, tmp_path: Path
+) -> None:
+    """Curation goes through `PATCH .../memories/{id}` (Hindsight's shape), which the
+    lifecycle work adds; until the route exists this test has nothing to drive."""
+    async with httpx.AsyncClient(base_url=url, timeout=60) as http:
+        await seed(http)
+        listed = await http.get(f"/v1/default/banks/{BANK}/memories/list", params={"q": "Biscuit"})
+        memory_id = listed.json()["items"][0]["id"]
+        probe = await http.patch(f"/v1/default/banks/{BANK}/memories/{memory_id}", json={})
+        if probe.status_code in (404, 405):
+            pytest.skip("PATCH .../memories/{id} is not served by this build")
+        context = await browser.new_context(viewport={"width": 1280, "height": 800})
+        ui = Console(await context.new_page(), url, tmp_path)
+        page = ui.page
+        await ui.open(f"#/b/{BANK}/memory/{memory_id}")
+        await page.locator(".memory-text").wait_for()
+        await page.locator("textarea[name=text]").fill("Lena adopted a beagle named Biscuit.")
+        await page.get_by_role("button", name="Save correction").click()
+        await page.locator(".memory-text", has_text="beagle").wait_for()
+        page.once("dialog", lambda dialog: dialog.accept())
+        await page.get_by_role("button", name="Forget").click()
+        await page.get_by_role("button", name="Restore").wait_for()
+        body = (await http.get(f"/v1/default/banks/{BANK}/memories/{memory_id}")).json()
+        assert body["state"] == "invalidated" and "beagle" in body["text"]
+        await ui.shot("forgotten")
+        await context.close()
+        assert ui.errors == []
