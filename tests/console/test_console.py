@@ -296,3 +296,53 @@ async def test_correct_and_forget_from_the_memory_page(
         await ui.shot("forgotten")
         await context.close()
         assert ui.errors == []
+
+
+async def test_create_configure_and_delete_a_bank(
+    browser: Browser, url: str, tmp_path: Path
+) -> None:
+    made = "made-in-console"
+    context = await browser.new_context(viewport={"width": 1280, "height": 800})
+    ui = Console(await context.new_page(), url, tmp_path)
+    page = ui.page
+    await ui.open("")
+    await page.locator("h1", has_text="Banks").wait_for()
+    await page.get_by_role("button", name="New bank").click()
+    form = page.locator("form.bank-form")
+    await form.locator("input[name=bank_id]").fill(made)
+    await form.locator("textarea[name=mission]").fill("Help the support team.")
+    await form.locator("textarea[name=directives]").fill("Never share phone numbers.")
+    await form.locator("input[name=skepticism]").fill("5")
+    await form.locator("select[name=extraction_mode]").select_option("local")
+    await ui.shot("new-bank")
+    await form.get_by_role("button", name="Create bank").click()
+    await page.locator("h1", has_text="Memories").wait_for()
+    await page.locator(".empty", has_text="No memories yet").wait_for()
+    async with httpx.AsyncClient(base_url=url, timeout=60) as http:
+        profile = (await http.get(f"/v1/default/banks/{made}/profile")).json()
+        assert profile["mission"] == "Help the support team."
+        assert profile["disposition"] == {"skepticism": 5, "literalism": 3, "empathy": 3}
+        assert profile["config"]["directives"] == ["Never share phone numbers."]
+        assert profile["config"]["extraction_mode"] == "local"
+
+        await ui.open("#/banks")  # "" would reopen the last bank used
+        await page.get_by_role("row", name=made).get_by_role("button", name="Configure").click()
+        form = page.locator("form.bank-form")
+        assert await form.locator("input[name=skepticism]").input_value() == "5"
+        await form.locator("input[name=empathy]").fill("1")
+        await form.get_by_role("button", name="Save").click()
+        await page.locator(".toast", has_text=f"Saved {made}").wait_for()
+        profile = (await http.get(f"/v1/default/banks/{made}/profile")).json()
+        assert profile["disposition"] == {"skepticism": 5, "literalism": 3, "empathy": 1}
+
+        await page.get_by_role("row", name=made).get_by_role("button", name="Delete").click()
+        dialog = page.locator("dialog[open]")
+        delete = dialog.get_by_role("button", name="Delete")
+        assert await delete.is_disabled()
+        await dialog.locator("input").fill(made)
+        await delete.click()
+        await page.locator(".toast", has_text=f"Deleted {made}").wait_for()
+        await page.get_by_role("row", name=made).wait_for(state="detached")
+        assert (await http.get(f"/v1/default/banks/{made}/profile")).status_code == 404
+    await context.close()
+    assert ui.errors == []

@@ -58,10 +58,10 @@ function bankForm(profile, onSaved) {
   const disposition = (profile && profile.disposition) || { skepticism: 3, literalism: 3, empathy: 3 };
   const idInput = profile
     ? null
-    : h("input", { name: "bank_id", required: true, pattern: "[A-Za-z0-9._:@-]+", placeholder: "e.g. support-agent", autocomplete: "off" });
+    : h("input", { name: "bank_id", required: true, maxlength: 200, placeholder: "e.g. support-agent", autocomplete: "off" });
   const form = h(
     "form.stack.bank-form",
-    idInput ? field("Bank id", idInput, "Letters, digits and . _ : @ - only.") : null,
+    idInput ? field("Bank id", idInput, "Up to 200 characters, no “/”.") : null,
     field("Name", h("input", { name: "name", value: (profile && profile.name) || "" })),
     field("Mission", h("textarea", { name: "mission", rows: 2, placeholder: "What this memory is for; reflect reads it." }, (profile && profile.mission) || "")),
     field(
@@ -93,6 +93,8 @@ function bankForm(profile, onSaved) {
       enable_observations: form.elements.enable_observations.checked,
     };
     if (values.extraction_mode) body.extraction_mode = values.extraction_mode;
+    // Hindsight's "concise" maps to the server default: the way back from an explicit mode.
+    else if (config.extraction_mode) body.retain_extraction_mode = "concise";
     try {
       await put(bankPath(bankId), body);
       toast(profile ? `Saved ${bankId}` : `Created ${bankId}`, "ok");
