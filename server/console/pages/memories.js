@@ -71,6 +71,11 @@ export async function render(ctx) {
     { onsubmit: (e) => e.preventDefault() },
     h("div.search-row", search),
     h(
+      "details.more-filters",
+      // Open on wide screens; on a phone the search box comes first and filters fold away.
+      { open: !matchMedia("(max-width: 760px)").matches || FILTERS.some((f) => f !== "q" && f !== "offset" && state[f]) },
+      h("summary.small.muted", "Filters"),
+      h(
       "div.filter-grid",
       field("Type", select("type", [["", "All types"], ["world", "World"], ["experience", "Experience"], ["observation", "Observation"]])),
       field("Tags", input("tags", { placeholder: "a,b" })),
@@ -78,8 +83,9 @@ export async function render(ctx) {
       field("Entity", input("entity", { list: "entity-names", placeholder: "name" })),
       field("Date of", select("time_field", [["", "Created"], ["mentioned_at", "Mentioned"], ["occurred_start", "Occurred"], ["updated_at", "Updated"]])),
       field("From", input("start_date", { type: "date" })),
-      field("Until", input("end_date", { type: "date" })),
+      field("Before", input("end_date", { type: "date" })),
       field("State", select("state", [["", "Any state"], ["valid", "Valid"], ["invalidated", "Forgotten"]])),
+      ),
     ),
     h("datalist#entity-names", [...entityIds.keys()].map((name) => h("option", { value: name }))),
   );

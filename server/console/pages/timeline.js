@@ -120,7 +120,7 @@ export async function render(ctx) {
         TYPES.map((t) => h("span.legend", h(`span.swatch.${t}`), t)),
       ),
       h("div.timeline-scroll", chart),
-      h("div.row.small.muted", h("span", label(first, unit)), h("span.spacer"), h("span", label(last, unit))),
+      h("p.small.muted", `${all.length} ${unit}s from ${label(first, unit)} to ${label(last, unit)}; hover a bar for its counts, click it for its memories.`),
       total > items.length ? h("p.small.muted", `Showing the newest ${items.length} of ${total} memories.`) : null,
     ),
     list,
