@@ -10,7 +10,7 @@ from typing import Any
 
 import httpx
 import pytest
-from playwright.async_api import Browser, ConsoleMessage, Error, Page, Request, Route
+from playwright.async_api import Browser, ConsoleMessage, Error, Page
 
 BANK = "console-demo"
 NOTES = [
@@ -211,38 +211,6 @@ async def test_pages_fit_a_phone(browser: Browser, url: str, tmp_path: Path) -> 
     await ui.shot("phone-graph")
     await context.close()
     assert ui.errors == []
-
-
-async def test_a_401_asks_for_a_key_and_the_key_is_sent(
-    browser: Browser, url: str, tmp_path: Path
-) -> None:
-    """Until keys exist server-side, the browser answers 401 for the API itself; the
-    console must ask for a key and then send it as a bearer token."""
-    context = await browser.new_context(viewport={"width": 1280, "height": 800})
-    page = await context.new_page()
-    sent: list[str | None] = []
-
-    async def guard(route: Route, request: Request) -> None:
-        auth = request.headers.get("authorization")
-        sent.append(auth)
-        if auth != "Bearer s3cret":
-            await route.fulfill(status=401, json={"detail": "missing or invalid API key"})
-        else:
-            await route.continue_()
-
-    await page.route("**/v1/default/**", guard)
-    await page.goto(f"{url}/console/")
-    dialog = page.locator("#key-dialog")
-    await dialog.wait_for()
-    assert "401" in await dialog.inner_text()
-    await page.locator("#key-input").fill("s3cret")
-    await page.get_by_role("button", name="Save").click()
-    await page.locator("h1", has_text="Banks").wait_for()
-    await page.locator(".loading").wait_for(state="detached")
-    assert sent[0] is None and sent[-1] == "Bearer s3cret"
-    assert await page.evaluate("localStorage.getItem('engram.apiKey')") == "s3cret"
-    await page.screenshot(path=str(tmp_path / "key.png"))
-    await context.close()
 
 
 async def test_the_graph_stays_readable_at_1500_entities(
