@@ -230,6 +230,7 @@ class Stack:
         api = f"http://{settings.api_host}:{settings.api_port}"
         wait_ready(f"{api}/ready", self.children, self.logs, READY_TIMEOUT_S)
         self.out(f"Engram is up.\n  API          {api}")
+        self.out(f"  Console      {api}/console/")
         if self.temporal is not None:
             self.out(f"  Temporal UI  http://127.0.0.1:{settings.temporal_ui_port}")
         else:

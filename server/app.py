@@ -24,6 +24,7 @@ from starlette.routing import BaseRoute, Route
 from engine.db import Pool, pending_migrations
 from engine.settings import DEFAULT_MAX_IN_FLIGHT
 from engine.store.status import memory_status
+from server.console_routes import console_routes
 from server.errors import EXCEPTION_HANDLERS
 from server.mcp_server.server import mcp_routes
 from server.metrics import HTTPMetrics, MemoryGauges, MetricsMiddleware, PoolCollector
@@ -169,6 +170,7 @@ def create_app(
         *api_routes(),
         *reference_routes(ENGRAM_VERSION),
         *mcp_routes(),
+        *console_routes(),
     ]
 
     @asynccontextmanager

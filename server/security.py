@@ -34,6 +34,8 @@ from server.services import Services
 log = logging.getLogger("engram.server")
 
 PUBLIC_PATHS = frozenset(("/health", "/ready", "/health/live", "/health/ready", "/version"))
+# "/" only redirects to the console's public pages.
+PUBLIC_PATHS |= {"/"}
 # /metrics carries counts, never content; it is public like health so scrapers need no key.
 PUBLIC_PATHS |= {"/metrics"}
 READ_METHODS = frozenset(("GET", "HEAD", "OPTIONS"))

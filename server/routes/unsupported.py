@@ -78,11 +78,8 @@ UNSUPPORTED: dict[tuple[str, str], tuple[str, str]] = {
 
 # (method, path) -> the open issue that builds it
 PENDING: dict[tuple[str, str], int] = {
-    ("PATCH", f"{BANK}/memories/{{memory_id}}"): 12,
     ("DELETE", f"{BANK}/memories/{{memory_id}}/observations"): 12,
     ("GET", f"{BANK}/audit-logs/{{log_id}}"): 16,
-    ("GET", f"{BANK}/graph"): 15,
-    ("GET", f"{BANK}/entities/graph"): 15,
     ("POST", f"{BANK}/operations/{{operation_id}}/retry"): 14,
     ("POST", f"{BANK}/documents/{{document_id}}/reprocess"): 14,
     ("GET", f"{BANK}/documents/{{document_id}}/history"): 14,

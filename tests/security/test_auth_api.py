@@ -150,8 +150,10 @@ async def test_mcp_and_console_prefixes_are_guarded(
     assert (await api.post(f"/mcp/{seeded}/", json={}, headers=_auth(other))).status_code == 404
     assert (await api.post("/mcp/", json={})).status_code == 401
     assert (await api.get("/console/api/banks")).status_code == 401
-    # Pages are public (404 here: the console is not mounted in this app), never a 401.
-    assert (await api.get("/console/index.html")).status_code == 404
+    # Pages and their modules are public, never a 401; what they fetch from /v1 is not.
+    assert (await api.get("/console/index.html")).status_code == 200
+    assert (await api.get("/console/app.js")).status_code == 200
+    assert (await api.get("/v1/default/banks")).status_code == 401
 
 
 async def test_revoked_and_expired_keys_stop_at_once(
