@@ -100,6 +100,31 @@ class ListOperationsArgs(Args):
     limit: Annotated[int, Field(ge=1, le=100)] = 20
 
 
+class UpdateMemoryArgs(Args):
+    memory_id: str
+    text: str | None = Field(None, description="The corrected statement")
+    tags: list[str] | None = None
+    occurred_start: str | None = Field(None, description="ISO-8601 date or datetime")
+    occurred_end: str | None = Field(None, description="ISO-8601 date or datetime")
+    reason: str | None = Field(None, description="Why it changed, kept in the memory's history")
+
+
+class InvalidateMemoryArgs(Args):
+    memory_id: str
+    reason: str | None = Field(None, description="Why it is no longer true")
+
+
+class ForgetArgs(Args):
+    memory_ids: list[str] | None = Field(None, description="Exact memories to erase")
+    entity: str | None = Field(None, description="Erase every memory naming this entity")
+    tags: list[str] | None = None
+    document_id: str | None = None
+    text: str | None = Field(None, description="Erase memories containing this text")
+    start_date: str | None = Field(None, description="ISO-8601; with end_date, a date range")
+    end_date: str | None = None
+    dry_run: bool = Field(True, description="True (default): only list what would be erased")
+
+
 class OperationArgs(Args):
     operation_id: str
 
@@ -249,6 +274,30 @@ async def get_memory(api: Backend, bank: str, args: MemoryArgs) -> str:
     return fmt.memory_text(
         await api.call("GET", bank_path(bank, f"/memories/{segment(args.memory_id)}"))
     )
+
+
+async def update_memory(api: Backend, bank: str, args: UpdateMemoryArgs) -> str:
+    change = args.model_dump(exclude={"memory_id"}, exclude_none=True)
+    path = bank_path(bank, f"/memories/{segment(args.memory_id)}")
+    return "Updated:\n" + fmt.memory_text(await api.call("PATCH", path, body=change))
+
+
+async def invalidate_memory(api: Backend, bank: str, args: InvalidateMemoryArgs) -> str:
+    change = {"state": "invalidated", "reason": args.reason or "invalidated through MCP"}
+    path = bank_path(bank, f"/memories/{segment(args.memory_id)}")
+    await api.call("PATCH", path, body=change)
+    return f"Memory {args.memory_id} is marked no longer true (kept in its history)."
+
+
+async def forget(api: Backend, bank: str, args: ForgetArgs) -> str:
+    body = await api.call("POST", bank_path(bank, "/forget"), body=args.model_dump())
+    memories = body.get("memories") or []
+    verb = "Would erase" if body.get("dry_run") else "Erased"
+    lines = [f"{verb} {len(memories)} memories:"]
+    lines += [f"- [{m['id']}] {m['text']}" for m in memories[:50]]
+    if len(memories) > 50:
+        lines.append(f"(and {len(memories) - 50} more)")
+    return "\n".join(lines)
 
 
 async def list_documents(api: Backend, bank: str, args: PageArgs) -> str:
@@ -488,6 +537,36 @@ TOOLS: tuple[ToolSpec, ...] = (
         MemoryArgs,
         get_memory,
         "read",
+    ),
+    _tool(
+        "update_memory",
+        "Correct a memory that is wrong or out of date (its text, tags or dates). The memory is "
+        "re-indexed and the old version kept in its history. Returns the corrected memory. "
+        'Example: {"memory_id": "…", "text": "Ana moved to Porto in May 2025"}',
+        UpdateMemoryArgs,
+        update_memory,
+        "write",
+    ),
+    _tool(
+        "invalidate_memory",
+        "Mark a memory as no longer true without erasing it (recall stops returning it; its "
+        "history keeps it). Use it when the user says something stopped being the case. "
+        'Example: {"memory_id": "…", "reason": "Ana left Globex"}',
+        InvalidateMemoryArgs,
+        invalidate_memory,
+        "write",
+        destructive=True,
+    ),
+    _tool(
+        "forget",
+        "Erase memories completely (the user asked to forget something, or a right-to-erasure "
+        "request): by ids, entity, tags, document, text or date range. Runs as a dry run unless "
+        "dry_run is false, and lists what it erases. "
+        'Example: {"entity": "Rex", "dry_run": false}',
+        ForgetArgs,
+        forget,
+        "write",
+        destructive=True,
     ),
     _tool(
         "list_documents",

@@ -139,6 +139,11 @@ async def test_every_tool_on_the_single_bank_endpoint(url: str, bank_id: str) ->
         memories = await call(client, "list_memories", {"limit": 5})
         memory_id = memories.split("[", 1)[1].split("]", 1)[0]
         assert "cello" in await call(client, "get_memory", {"memory_id": memory_id})
+        fixed = {"memory_id": memory_id, "text": "Bo plays the viola.", "reason": "misheard"}
+        assert "viola" in await call(client, "update_memory", fixed)
+        dry = await call(client, "forget", {"memory_ids": [memory_id]})
+        assert dry.startswith("Would erase 1 memories") and "viola" in dry
+        assert "viola" in await call(client, "get_memory", {"memory_id": memory_id})
         assert "d1" in await call(client, "list_documents", {})
         assert "cello" in await call(client, "get_document", {"document_id": "d1"})
         operations = await call(client, "list_operations", {})
@@ -164,6 +169,11 @@ async def test_every_tool_on_the_single_bank_endpoint(url: str, bank_id: str) ->
         directive_id = rule.removeprefix("Created ").split(" ", 1)[0]
         assert "Use metric" in await call(client, "list_directives", {})
         assert "Deleted" in await call(client, "delete_directive", {"directive_id": directive_id})
+        assert "no longer true" in await call(client, "invalidate_memory", {"memory_id": memory_id})
+        erased = await call(client, "forget", {"memory_ids": [memory_id], "dry_run": False})
+        assert erased.startswith("Erased 1 memories")
+        assert "not found" in await failed(client, "get_memory", {"memory_id": memory_id})
+        await call(client, "sync_retain", {"content": "Bo: I bike to work.", "document_id": "d1"})
         deleted = await call(client, "delete_document", {"document_id": "d1"})
         assert "Deleted document d1" in deleted
 
