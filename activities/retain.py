@@ -16,6 +16,7 @@ from engine.extraction.local import LocalExtractor
 from engine.llm import llm_scope
 from engine.retain.documents import load_chunks
 from engine.retain.gate import OrderedGate
+from engine.retain.known_names import known_han_names
 from engine.retain.links import link_staged
 from engine.retain.payloads import (
     ChunkJob,
@@ -52,15 +53,18 @@ class RetainActivities:
     @activity.defn
     async def extract_facts(self, job: ExtractionJob) -> StagedFacts:
         """Extract the planned chunks the job names (loaded from staging) and stage facts."""
-        extract = self._extractor(job.extraction_mode)
         async with self._pool.acquire() as conn:
+            known = frozenset[str]()
+            if job.extraction_mode == "local":
+                known = await known_han_names(conn, job.bank_id)
+            extract = self._extractor(job.extraction_mode, known)
             chunks = await load_chunks(conn, job.operation_id, job.slices)
             batch = ExtractionBatch(
                 job.operation_id, job.extraction_mode, chunks, job.retain_mission
             )
             return await stage_extracted(conn, batch, extract)
 
-    def _extractor(self, mode: str) -> ChunkExtractorFn:
+    def _extractor(self, mode: str, known: frozenset[str] = frozenset()) -> ChunkExtractorFn:
         if mode == "none":
             return _none_extract
         if mode == "llm":
@@ -75,7 +79,7 @@ class RetainActivities:
                     return await llm.extract(chunk.text, item)
 
             return llm_extract
-        local = self._local
+        local = self._local.with_known_names(known) if known else self._local
         cpu = self._cpu
 
         async def local_extract(chunk: ChunkJob, item: ItemContext) -> list[ExtractedFact]:
