@@ -13,9 +13,10 @@ from temporalio.client import WorkflowExecutionStatus
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
+from activities.failures import FailureInterceptor
 from engine.db import Pool
 from engine.embedding import Embedder
-from engine.retain.payloads import UpsertDocument, UpsertResult
+from engine.retain.payloads import UpsertBatch, UpsertBatchResult
 from engine.settings import Settings
 from worker.heartbeat import HeartbeatInterceptor
 from worker.main import WORKFLOWS, WorkerServices, activities_of
@@ -34,7 +35,7 @@ def worker_with(
         task_queue=settings.task_queue,
         workflows=list(WORKFLOWS),
         activities=[*kept, replacement],
-        interceptors=[HeartbeatInterceptor()],
+        interceptors=[FailureInterceptor(), HeartbeatInterceptor()],
     )
 
 
@@ -78,8 +79,8 @@ async def test_a_cancelled_stuck_retain_reads_cancelled(
 ) -> None:
     attempts = asyncio.Queue[int]()
 
-    @activity.defn(name="upsert_document")
-    async def always_fails(job: UpsertDocument) -> UpsertResult:
+    @activity.defn(name="upsert_documents")
+    async def always_fails(job: UpsertBatch) -> UpsertBatchResult:
         attempts.put_nowait(activity.info().attempt)
         raise RuntimeError("the database keeps refusing this document")
 
@@ -87,7 +88,7 @@ async def test_a_cancelled_stuck_retain_reads_cancelled(
     op = f"stuck-{bank_id}"
     body = {"items": [{"content": "Kenji ran in Osaka."}], "async": True, "operation_id": op}
     async with worker_with(
-        temporal_env.client, settings, services, "upsert_document", always_fails
+        temporal_env.client, settings, services, "upsert_documents", always_fails
     ):
         assert (await plain_api.post(f"{BASE}/{bank_id}/memories", json=body)).status_code == 200
         while await asyncio.wait_for(attempts.get(), 60) < 2:  # retried: it is stuck
