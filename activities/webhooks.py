@@ -12,6 +12,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from engine.db import Pool
+from engine.store.operations import get_operation
 from engine.store.webhooks import (
     get_delivery,
     mark_failed,
@@ -55,8 +56,14 @@ class WebhookActivities:
     @activity.defn
     async def queue_webhook_deliveries(self, event: WebhookEvent) -> QueuedDeliveries:
         async with self._pool.acquire() as conn:
+            data = dict(event.data)
+            if event.event_type == "retain.completed" and "operation_id" in data:
+                # The document ids live in the operation's row (a workflow result would
+                # not hold a large request's); the event carries them as Hindsight's does.
+                operation = await get_operation(conn, event.bank_id, str(data["operation_id"]))
+                data["document_ids"] = list((operation.result or {}).get("document_ids", []))
             ids = await queue_deliveries(
-                conn, event.bank_id, event.event_id, event.event_type, event.data
+                conn, event.bank_id, event.event_id, event.event_type, data
             )
         return QueuedDeliveries(ids)
 
