@@ -77,6 +77,13 @@ async def fill(base: str, conversations: Sequence[int]) -> list[str]:
             ]
             await api.retain(BANK, conversation.sample_id, items, wait=True)
             questions += [q.question for q in conversation.questions]
+        # Consolidation runs after the retain; measuring while it works would charge its CPU
+        # to whichever process count came first.
+        for _ in range(3000):
+            state = (await client.get(f"/v1/default/banks/{BANK}/consolidation")).json()
+            if state["pending_facts"] == 0 and state["operation_status"] == "completed":
+                break
+            await asyncio.sleep(0.2)
     return questions
 
 
@@ -129,23 +136,35 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--clients", type=int, default=4)
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--conversations", default="1-2", help="LoCoMo conversations to retain")
-    parser.add_argument("--warmup", type=float, default=5.0, help="seconds of recall not counted")
+    parser.add_argument("--warmup", type=float, default=20.0, help="seconds of recall not counted")
     args = parser.parse_args(argv)
     counts = [int(part) for part in args.processes.split(",")]
     with tempfile.TemporaryDirectory(prefix="engram-processes-") as scratch:
         home = Path(scratch)
         home.chmod(0o755)
-        questions: list[str] = []
         runs: list[Run] = []
+        # The bank is filled on a stack of its own and measured on fresh ones, so no count
+        # pays for the retain's background work (consolidation, statistics) or gets a warmer
+        # cache than another.
+        stack = with_stack(home, 1)
+        try:
+            selection = parse_selection(args.conversations, 10)
+            print(f"retaining LoCoMo conversations {args.conversations} ...", flush=True)
+            base = f"http://127.0.0.1:{stack.settings.api_port}"
+            questions = asyncio.run(fill(base, selection))
+        finally:
+            stack.stop()
         for count in counts:
             stack = with_stack(home, count)
             base = f"http://127.0.0.1:{stack.settings.api_port}"
             try:
-                if not questions:
-                    selection = parse_selection(args.conversations, 10)
-                    print(f"retaining LoCoMo conversations {args.conversations} ...", flush=True)
-                    questions = asyncio.run(fill(base, selection))
                 asyncio.run(hammer(base, questions, args.clients, args.warmup))
+                alone = asyncio.run(hammer(base, questions, 1, args.seconds / 3))
+                print(
+                    f"{count} process(es), 1 client: p50 {alone.p50_ms:6.1f} ms, "
+                    f"p95 {alone.p95_ms:6.1f} ms",
+                    flush=True,
+                )
                 run = asyncio.run(hammer(base, questions, args.clients, args.seconds))
                 runs.append(
                     Run(count, run.recalls, run.errors, run.seconds, run.p50_ms, run.p95_ms)
