@@ -11,7 +11,8 @@ BASE = "/v1/default/banks"
 async def test_a_name_seen_once_is_an_entity_next_time(
     api: httpx.AsyncClient, bank_id: str
 ) -> None:
-    first = {"content": "用户：我家的猫叫团子，很黏人。", "entities": ["团子"], "document_id": "cat"}
+    first = {"content": "用户：我家的猫叫团子，很黏人。", "entities": ["团子"]}
+    first["document_id"] = "cat"
     response = await api.post(f"{BASE}/{bank_id}/memories", json={"items": [first]})
     assert response.status_code == 200, response.text
     later = {"content": "团子今天来了。", "document_id": "visit"}
