@@ -113,11 +113,23 @@ class MetricsMiddleware:
         method = scope["method"]
         status = 500
         started = time.perf_counter()
+        recorded = False
+
+        def record() -> None:
+            nonlocal recorded
+            if not recorded:
+                recorded = True
+                self.metrics.latency.labels(route, method).observe(time.perf_counter() - started)
+                self.metrics.requests.labels(route, method, str(status)).inc()
 
         async def send_wrapper(message: Message) -> None:
             nonlocal status
             if message["type"] == "http.response.start":
                 status = message["status"]
+            elif message["type"] == "http.response.body" and not message.get("more_body", False):
+                # Counted before the last byte leaves: a client that reads the answer and
+                # scrapes /metrics at once must find its request there.
+                record()
             await send(message)
 
         self.metrics.in_flight.inc()
@@ -125,5 +137,4 @@ class MetricsMiddleware:
             await self.app(scope, receive, send_wrapper)
         finally:
             self.metrics.in_flight.dec()
-            self.metrics.latency.labels(route, method).observe(time.perf_counter() - started)
-            self.metrics.requests.labels(route, method, str(status)).inc()
+            record()
