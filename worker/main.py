@@ -7,7 +7,7 @@ import logging
 import signal
 import socket
 import sys
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -170,13 +170,21 @@ async def open_worker_services(
 
 
 def build_worker(
-    client: Client, task_queue: str, services: WorkerServices, interceptor: MetricsInterceptor
+    client: Client,
+    task_queue: str,
+    services: WorkerServices,
+    interceptor: MetricsInterceptor,
+    replacing: Mapping[str, Callable[..., Any]] | None = None,
 ) -> Worker:
+    """The worker `python -m worker` runs. Tests swap single activities (by name) through
+    `replacing`, keeping the rest of the wiring, interceptors included."""
+    swapped = replacing or {}
+    activities = [a for a in activities_of(services) if a.__name__ not in swapped]
     return Worker(
         client,
         task_queue=task_queue,
         workflows=list(WORKFLOWS),
-        activities=activities_of(services),
+        activities=[*activities, *swapped.values()],
         interceptors=[interceptor, HeartbeatInterceptor(), FailureInterceptor()],
         max_concurrent_activities=MAX_CONCURRENT_ACTIVITIES,
     )

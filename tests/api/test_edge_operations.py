@@ -8,18 +8,18 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import httpx
+from prometheus_client import CollectorRegistry
 from temporalio import activity
 from temporalio.client import WorkflowExecutionStatus
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
-from activities.failures import FailureInterceptor
 from engine.db import Pool
 from engine.embedding import Embedder
 from engine.retain.payloads import UpsertBatch, UpsertBatchResult
 from engine.settings import Settings
-from worker.heartbeat import HeartbeatInterceptor
-from worker.main import WORKFLOWS, WorkerServices, activities_of
+from worker.main import WorkerServices, build_worker
+from worker.metrics import ActivityMetrics, MetricsInterceptor
 from workflows.consolidation import consolidation_workflow_id
 
 BASE = "/v1/default/banks"
@@ -29,14 +29,8 @@ def worker_with(
     client: Any, settings: Settings, services: WorkerServices, name: str, replacement: Any
 ) -> Worker:
     """The production worker with activity `name` replaced by `replacement`."""
-    kept = [a for a in activities_of(services) if a.__name__ != name]
-    return Worker(
-        client,
-        task_queue=settings.task_queue,
-        workflows=list(WORKFLOWS),
-        activities=[*kept, replacement],
-        interceptors=[FailureInterceptor(), HeartbeatInterceptor()],
-    )
+    metrics = MetricsInterceptor(ActivityMetrics(CollectorRegistry()))
+    return build_worker(client, settings.task_queue, services, metrics, {name: replacement})
 
 
 async def wait_status(api: httpx.AsyncClient, bank: str, op: str) -> dict[str, Any]:

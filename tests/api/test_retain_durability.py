@@ -8,19 +8,19 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import httpx
+from prometheus_client import CollectorRegistry
 from support.workers import kill, production_worker, worker_process
 from temporalio import activity
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
-from activities.failures import FailureInterceptor
 from activities.pipeline import PipelineActivities
 from engine.db import Pool
 from engine.embedding import Embedder
 from engine.retain.payloads import UpsertBatch, UpsertBatchResult
 from engine.settings import Settings
-from worker.heartbeat import HeartbeatInterceptor
-from worker.main import WORKFLOWS, WorkerServices, activities_of
+from worker.main import WorkerServices, build_worker
+from worker.metrics import ActivityMetrics, MetricsInterceptor
 
 BASE = "/v1/default/banks"
 
@@ -71,14 +71,9 @@ def flaky_worker(
         return result
 
     services = WorkerServices(pool, embedder, cpu, None)
-    activities = [a for a in activities_of(services) if a.__name__ != "upsert_documents"]
-    return Worker(
-        client,
-        task_queue=settings.task_queue,
-        workflows=list(WORKFLOWS),
-        activities=[*activities, upsert_then_fail_once],
-        interceptors=[FailureInterceptor(), HeartbeatInterceptor()],
-    )
+    metrics = MetricsInterceptor(ActivityMetrics(CollectorRegistry()))
+    replacing = {"upsert_documents": upsert_then_fail_once}
+    return build_worker(client, settings.task_queue, services, metrics, replacing)
 
 
 async def test_a_step_failing_after_its_commit_is_retried_without_duplicates(
