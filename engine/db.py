@@ -134,8 +134,17 @@ async def _check_embedding_dim(conn: asyncpg.Connection, embedding_dim: int) -> 
     elif int(stored) != embedding_dim:
         raise ConfigurationError(
             f"the database stores {stored}-dimensional embeddings but the configured model "
-            f"produces {embedding_dim}; use the original model or a new database"
+            f"produces {embedding_dim}; {await _model_advice(conn)}"
         )
+
+
+async def _model_advice(conn: asyncpg.Connection) -> str:
+    """What to do about a model that does not fit the stored vectors: name the model a
+    re-embedding (engine/reembed.py) switched the database to, when one did."""
+    model = await conn.fetchval("SELECT value FROM engram_meta WHERE key = 'embedding_model'")
+    if model is not None:
+        return f"the database was re-embedded with it: set ENGRAM_EMBEDDING_MODEL={model}"
+    return "use the original model, or switch the database with `engram reembed --model`"
 
 
 async def pending_migrations(conn: Connection) -> list[str]:
@@ -159,6 +168,6 @@ async def _check_embedding_space(conn: asyncpg.Connection, space: str) -> None:
     elif stored != space:
         raise ConfigurationError(
             f"the database's vectors were made by {stored!r}, but ENGRAM_EMBEDDING_MODEL "
-            f"gives {space!r}, whose vectors cannot be compared with them; set "
-            "ENGRAM_EMBEDDING_MODEL back, or use a new database for the new model"
+            f"gives {space!r}, whose vectors cannot be compared with them; "
+            f"{await _model_advice(conn)}"
         )

@@ -25,6 +25,7 @@ from engram.cli_import import cmd_export, cmd_import
 from engram.cli_keys import KeysError, add_keys_parser, cmd_keys
 from engram.cli_memories import add_commands as add_memory_commands
 from engram.cli_memories import cmd_forget, cmd_memories
+from engram.cli_reembed import cmd_reembed
 from engram.cli_support import UsageError, bank, day, read_stdin, read_text, table
 from engram.client import DEFAULT_URL, ApiError, EngramClient
 from engram.supervisor import run_stack
@@ -48,6 +49,14 @@ EPILOG_SERVE = """examples:
     engram serve --processes 4
 Each process has its own connection pool (ENGRAM_DB_POOL_MAX) and model: keep
 processes x pool size (plus the workers' pools) under PostgreSQL's max_connections.
+"""
+EPILOG_REEMBED = """examples:
+  engram reembed --model onnx:/models/e5.onnx:/models/tokenizer.json:384
+  engram reembed --status
+  engram reembed --cancel       # before the switch only; the old vectors stay in use
+Runs on the workers while `engram up` (or your deployment) runs; recall answers from the old
+vectors until the switch, then every process follows within seconds. Afterwards set
+ENGRAM_EMBEDDING_MODEL to the new model for the next start.
 """
 EPILOG_MCP = """examples:
   engram mcp --bank alice            # tools without bank_id, pinned to bank alice
@@ -174,6 +183,17 @@ def build_parser() -> argparse.ArgumentParser:
         "apply pending schema migrations to the configured database and exit",
         EPILOG_BACKUP,
     )
+    reembed = _command(
+        commands,
+        "reembed",
+        "switch the database to another embedding model while recall keeps answering",
+        EPILOG_REEMBED,
+    )
+    reembed.add_argument("--model", help="the new model, as ENGRAM_EMBEDDING_MODEL names it")
+    reembed.add_argument("--batch-size", type=int, default=256, help="facts per step")
+    reembed.add_argument("--no-wait", action="store_true", help="start it and return")
+    reembed.add_argument("--status", action="store_true", help="show the last run's progress")
+    reembed.add_argument("--cancel", action="store_true", help="cancel a run before its switch")
     _command(
         commands,
         "status",
@@ -470,6 +490,7 @@ LOCAL_COMMANDS: dict[str, Callable[[Settings, argparse.Namespace, TextIO], int]]
     "restore": cmd_restore,
     "migrate": cmd_migrate,
     "serve": cmd_serve,
+    "reembed": cmd_reembed,
 }
 COMMANDS: dict[str, Callable[[EngramClient, argparse.Namespace, TextIO], int]] = {
     "status": cmd_status,

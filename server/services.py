@@ -15,6 +15,7 @@ from engine.db import Pool, create_pool, migrate
 from engine.embedding import Embedder, load_embedder
 from engine.lifecycle.access import AccessBuffer
 from engine.recall.engine import RecallEngine
+from engine.reembed import LiveEmbedder
 from engine.settings import Settings
 from workflows.converter import converter_for
 
@@ -44,8 +45,11 @@ class Services:
 
 @asynccontextmanager
 async def open_services(settings: Settings) -> AsyncIterator[Services]:
-    embedder = load_embedder(settings.embedding_model, settings.model_dir)
-    await migrate(settings.database_url, embedder.dimension, embedder.space)
+    loaded = load_embedder(settings.embedding_model, settings.model_dir)
+    await migrate(settings.database_url, loaded.dimension, loaded.space)
+    # Follows a re-embedding (engine/reembed.py): recall embeds queries with the model the
+    # database's vectors are in, within FOLLOW_INTERVAL of the switch.
+    embedder = LiveEmbedder(loaded, settings.model_dir)
     pool = await create_pool(settings.database_url, max_size=settings.db_pool_max)
     cpu = ThreadPoolExecutor(CPU_THREADS, thread_name_prefix="engram-cpu")
     try:
@@ -55,13 +59,19 @@ async def open_services(settings: Settings) -> AsyncIterator[Services]:
             data_converter=converter_for(settings),
         )
         services = Services(settings, pool, temporal, embedder, cpu)
-        flusher = asyncio.create_task(services.access.run(), name="engram-access-flush")
+        embedder.on_swap(services.recall.token_cache.clear)
+        tasks = [
+            asyncio.create_task(services.access.run(), name="engram-access-flush"),
+            asyncio.create_task(embedder.watch(pool), name="engram-embedding-watch"),
+        ]
         try:
             yield services
         finally:
-            flusher.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await flusher
+            for task in tasks:
+                task.cancel()
+            for task in tasks:
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
     finally:
         cpu.shutdown(wait=False, cancel_futures=True)
         await pool.close()

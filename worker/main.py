@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import signal
 import socket
@@ -11,6 +12,7 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from prometheus_client import CollectorRegistry, ProcessCollector, start_http_server
@@ -24,6 +26,7 @@ from activities.imports import ImportActivities
 from activities.lifecycle import LifecycleActivities
 from activities.mental_models import MentalModelActivities
 from activities.pipeline import PipelineActivities
+from activities.reembed import ReembedActivities
 from activities.reflect import ReflectActivities
 from activities.retain import RetainActivities
 from activities.webhooks import WebhookActivities
@@ -36,6 +39,7 @@ from engine.llm import LLMClient
 from engine.recall.config import RecallConfig
 from engine.recall.engine import RecallEngine
 from engine.recall.rerank import load_reranker
+from engine.reembed import LiveEmbedder
 from engine.reflect.search import ReflectSearch
 from engine.settings import Settings
 from engine.store.llm_requests import LLMRequestLog
@@ -48,6 +52,7 @@ from workflows.imports import ImportWorkflow
 from workflows.lifecycle import LifecycleWorkflow
 from workflows.mental_models import MentalModelRefreshWorkflow, MentalModelTriggerWorkflow
 from workflows.pipeline import DocumentBatchWorkflow
+from workflows.reembed import ReembedWorkflow
 from workflows.reflect import ReflectWorkflow
 from workflows.retain import RetainWorkflow
 from workflows.webhooks import WebhookDeliveryWorkflow
@@ -72,6 +77,7 @@ WORKFLOWS: Sequence[type] = (
     ReflectWorkflow,
     LifecycleWorkflow,
     WebhookDeliveryWorkflow,
+    ReembedWorkflow,
 )
 
 
@@ -83,6 +89,7 @@ class WorkerServices:
     llm: LLMClient | None
     # Reflect's recall; None: built with the default recall settings (tests).
     recall: RecallEngine | None = None
+    model_dir: Path | None = None
 
 
 def activities_of(services: WorkerServices) -> list[Any]:
@@ -113,7 +120,14 @@ def activities_of(services: WorkerServices) -> list[Any]:
     )
     lifecycle = LifecycleActivities(services.pool)
     webhooks = WebhookActivities(services.pool)
+    reembed = ReembedActivities(services.pool, services.cpu, services.model_dir)
     return [
+        reembed.begin_reembed,
+        reembed.reembed_batch,
+        reembed.index_reembed,
+        reembed.switch_reembed,
+        reembed.sweep_reembed,
+        reembed.abandon_reembed,
         webhooks.queue_webhook_deliveries,
         webhooks.deliver_webhook,
         webhooks.fail_webhook_delivery,
@@ -154,15 +168,23 @@ def activities_of(services: WorkerServices) -> list[Any]:
 async def open_worker_services(
     settings: Settings, embedder: Embedder | None = None
 ) -> AsyncIterator[WorkerServices]:
-    embedder = embedder or load_embedder(settings.embedding_model, settings.model_dir)
-    await migrate(settings.database_url, embedder.dimension, embedder.space)
+    loaded = embedder or load_embedder(settings.embedding_model, settings.model_dir)
+    await migrate(settings.database_url, loaded.dimension, loaded.space)
     pool = await create_pool(settings.database_url, max_size=settings.db_pool_max)
     cpu = ThreadPoolExecutor(CPU_THREADS, thread_name_prefix="engram-cpu")
     llm = LLMClient(settings.llm, LLMRequestLog(pool)) if settings.llm.configured else None
+    # Follows a re-embedding (engine/reembed.py): every activity embeds with the model the
+    # database's vectors are in.
+    live = LiveEmbedder(loaded, settings.model_dir)
+    watch = asyncio.create_task(live.watch(pool), name="engram-embedding-watch")
     try:
-        recall = RecallEngine.from_settings(settings, pool, embedder, cpu)
-        yield WorkerServices(pool, embedder, cpu, llm, recall)
+        recall = RecallEngine.from_settings(settings, pool, live, cpu)
+        live.on_swap(recall.token_cache.clear)
+        yield WorkerServices(pool, live, cpu, llm, recall, settings.model_dir)
     finally:
+        watch.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await watch
         if llm is not None:
             await llm.close()
         cpu.shutdown(wait=False, cancel_futures=True)

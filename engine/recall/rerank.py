@@ -97,7 +97,9 @@ class MaxSimReranker:
             [i, *(index(b) for b in row.context_vectors)] if i >= 0 else []
             for i, row in zip(own, rows, strict=True)
         ]
-        tokens, scales, counts = decode_many(blobs, self._dimension)
+        # The query's width, not the one this reranker was built with: after a
+        # re-embedding (engine/reembed.py) the model, and with it the width, changes.
+        tokens, scales, counts = decode_many(blobs, query_tokens.shape[1])
         best = _best_per_blob(query_tokens, tokens, scales, counts)  # (|q|, blobs)
         # A fact stored before token vectors existed: its sentence vector stands in.
         fallback = np.stack([row.embedding for row in rows]) @ query_tokens.T  # (rows, |q|)

@@ -71,3 +71,8 @@ class TokenVectorCache:
                 self._bytes -= len(entry[1])
                 dropped += 1
         return dropped
+
+    def clear(self) -> None:
+        """Drop every blob (the database was re-embedded: they are the old model's)."""
+        self._entries.clear()
+        self._bytes = 0

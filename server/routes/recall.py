@@ -5,18 +5,21 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import asyncpg
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute
 
 from engine.db import Pool
 from engine.recall.types import CandidateRow, RankingBoosts, RecalledMemory, RecallResult
+from engine.reembed import LiveEmbedder
 from engine.store.banks import Bank, get_bank
 from server.http import iso, json_response, parse_body, path_param, services_of
 from server.openapi import ApiRoute
 from server.recall_metrics import RecallMetrics
 from server.recall_schemas import RecallIn, to_recall_request
 from server.responses import RecallResponse
+from server.services import Services
 
 
 def row_item(row: CandidateRow, include_entities: bool) -> dict[str, Any]:
@@ -117,11 +120,31 @@ async def recall(request: Request) -> Response:
         # Its outcome no longer matters; reading it keeps asyncio from logging it.
         recalled.add_done_callback(lambda f: f.cancelled() or f.exception())
         raise
-    result = await recalled
+    try:
+        result = await recalled
+    except Exception as exc:
+        # A re-embedding switched the database to a model of another width a moment ago
+        # and this process has not followed yet (engine/reembed.py): follow now, then answer.
+        if not _is_data_error(exc) or not await _follow_model(services):
+            raise
+        result = await services.recall.recall(recall_request, boosts=boosts)
     metrics: RecallMetrics | None = getattr(request.app.state, "recall_metrics", None)
     if metrics is not None:
         metrics.observe(recall_request.budget, result)
     return json_response(response_body(result, recall_request.include_entities))
+
+
+def _is_data_error(exc: Exception) -> bool:
+    if isinstance(exc, ExceptionGroup):
+        return exc.subgroup(asyncpg.DataError) is not None
+    return isinstance(exc, asyncpg.DataError)
+
+
+async def _follow_model(services: Services) -> bool:
+    if not isinstance(services.embedder, LiveEmbedder):
+        return False
+    async with services.pool.acquire() as conn:
+        return await services.embedder.follow(conn)
 
 
 async def _read_bank(pool: Pool, bank_id: str) -> Bank:
