@@ -15,6 +15,7 @@ from prometheus_client import (
     ProcessCollector,
     generate_latest,
 )
+from prometheus_client.multiprocess import MultiProcessCollector
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
@@ -132,8 +133,17 @@ def create_app(
     """`max_in_flight`: API requests in progress before more are shed with a 503."""
     registry = CollectorRegistry()
     metrics = HTTPMetrics(registry)
-    gauges = MemoryGauges(registry)
-    ProcessCollector(registry=registry)  # process_resident_memory_bytes, _cpu_seconds_total
+    # What /metrics answers. With several server processes (server/processes.py sets
+    # PROMETHEUS_MULTIPROC_DIR) the counters and histograms of all of them, summed from their
+    # files, so a scrape that lands on any one process sees the whole server.
+    exposition = registry
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        exposition = CollectorRegistry()
+        MultiProcessCollector(exposition)  # type: ignore[no-untyped-call]
+    gauges = MemoryGauges()
+    exposition.register(gauges)
+    # process_resident_memory_bytes, _cpu_seconds_total: of the process that answers.
+    ProcessCollector(registry=exposition)
 
     async def metrics_endpoint(request: Request) -> Response:
         services: Services | None = getattr(request.app.state, "services", None)
@@ -143,8 +153,8 @@ def create_app(
                     gauges.update(await memory_status(conn))
             except (asyncpg.PostgresError, OSError, TimeoutError) as exc:
                 log.warning("metrics: cannot read the memory status: %s", exc)
-                gauges.up.set(0)
-        return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
+                gauges.mark_down()
+        return Response(generate_latest(exposition), media_type=CONTENT_TYPE_LATEST)
 
     routes: list[BaseRoute] = [
         Route("/health", health, methods=["GET"]),
@@ -195,7 +205,7 @@ def create_app(
         services: Services | None = getattr(app.state, "services", None)
         return None if services is None else services.pool
 
-    registry.register(PoolCollector(current_pool))
+    exposition.register(PoolCollector(current_pool))
     app.state.recall_metrics = RecallMetrics(registry)
     app.state.started = time.monotonic()
     return app

@@ -33,44 +33,54 @@ class HTTPMetrics:
             registry=registry,
         )
         self.in_flight = Gauge(
-            "engram_http_requests_in_flight", "Requests being served.", registry=registry
+            "engram_http_requests_in_flight",
+            "Requests being served.",
+            registry=registry,
+            multiprocess_mode="livesum",  # with several processes: their sum
         )
 
 
-class MemoryGauges:
-    """The memory's size and waiting work, refreshed from PostgreSQL at each scrape."""
+class MemoryGauges(Collector):
+    """The memory's size and waiting work, read from PostgreSQL at each scrape. A collector,
+    not Gauge objects: with several server processes (PROMETHEUS_MULTIPROC_DIR) the scraped
+    process's fresh reading is the answer, and a label set that vanished (an operation state
+    now at zero) must vanish from the series too."""
 
-    def __init__(self, registry: CollectorRegistry) -> None:
-        self.up = Gauge(
-            "engram_memory_status_up",
-            "1 when the last scrape read the memory status from PostgreSQL, else 0.",
-            registry=registry,
-        )
-        self.banks = Gauge("engram_banks", "Memory banks.", registry=registry)
-        self.units = Gauge(
-            "engram_memory_units", "Memory units by type.", ["type"], registry=registry
-        )
-        self.backlog = Gauge(
-            "engram_consolidation_backlog_facts",
-            "Facts waiting to be consolidated into observations.",
-            registry=registry,
-        )
-        self.operations = Gauge(
-            "engram_operations",
-            "Operations by kind and status (pending and running ones are work in progress).",
-            ["kind", "status"],
-            registry=registry,
-        )
+    def __init__(self) -> None:
+        self._status: MemoryStatus | None = None
 
     def update(self, status: MemoryStatus) -> None:
-        self.up.set(1)
-        self.banks.set(status.banks)
-        for fact_type, count in status.units.items():
-            self.units.labels(fact_type).set(count)
-        self.backlog.set(status.consolidation_backlog)
-        self.operations.clear()
-        for (kind, state), count in status.operations.items():
-            self.operations.labels(kind, state).set(count)
+        self._status = status
+
+    def mark_down(self) -> None:
+        self._status = None
+
+    def collect(self) -> Iterable[Metric]:
+        status = self._status
+        yield GaugeMetricFamily(
+            "engram_memory_status_up",
+            "1 when the last scrape read the memory status from PostgreSQL, else 0.",
+            value=0 if status is None else 1,
+        )
+        banks = GaugeMetricFamily("engram_banks", "Memory banks.")
+        units = GaugeMetricFamily("engram_memory_units", "Memory units by type.", labels=["type"])
+        backlog = GaugeMetricFamily(
+            "engram_consolidation_backlog_facts",
+            "Facts waiting to be consolidated into observations.",
+        )
+        operations = GaugeMetricFamily(
+            "engram_operations",
+            "Operations by kind and status (pending and running ones are work in progress).",
+            labels=["kind", "status"],
+        )
+        if status is not None:
+            banks.add_metric([], status.banks)
+            for fact_type, count in status.units.items():
+                units.add_metric([fact_type], count)
+            backlog.add_metric([], status.consolidation_backlog)
+            for (kind, state), count in status.operations.items():
+                operations.add_metric([kind, state], count)
+        yield from (banks, units, backlog, operations)
 
 
 class PoolCollector(Collector):

@@ -12,8 +12,11 @@ from __future__ import annotations
 
 import logging
 import multiprocessing
+import os
+import shutil
 import signal
 import socket
+import tempfile
 from collections.abc import Callable
 from multiprocessing.connection import wait
 from types import FrameType
@@ -37,6 +40,10 @@ def serve_processes(
 ) -> int:
     """Run `child(listening_socket)` in `count` processes until a signal or a child's exit."""
     sock = bind(host, port)
+    # The children's counters and histograms go to files here, and each child's /metrics
+    # sums them (server/app.py): Prometheus scrapes one port and must see every process.
+    metrics_dir = tempfile.mkdtemp(prefix="engram-metrics-")
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics_dir
     context = multiprocessing.get_context("spawn")
     processes = [
         context.Process(target=child, args=(sock,), name=f"engram-server-{index}")
@@ -73,3 +80,5 @@ def serve_processes(
         sock.close()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+        del os.environ["PROMETHEUS_MULTIPROC_DIR"]
+        shutil.rmtree(metrics_dir, ignore_errors=True)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 from support.serve import free_port
 from temporalio.testing import WorkflowEnvironment
 
@@ -19,6 +20,16 @@ from engine.settings import Settings
 from engram.supervisor import default_api_processes
 
 START_TIMEOUT_S = 240.0
+HEALTH_REQUESTS = 12
+
+
+def requests_counted(exposition: str, route: str) -> float:
+    return sum(
+        sample.value
+        for family in text_string_to_metric_families(exposition)
+        for sample in family.samples
+        if sample.name == "engram_http_requests_total" and sample.labels["route"] == route
+    )
 
 
 def server_process(
@@ -78,6 +89,14 @@ async def test_two_processes_share_the_port_and_stop_together(
                 "/v1/default/banks/processes/memories/recall", json={"query": "anything"}
             )
         assert response.status_code in (200, 404), response.text
+        # Whichever process a scrape lands on, it counts the requests of both.
+        for _ in range(HEALTH_REQUESTS):
+            async with httpx.AsyncClient(base_url=base, timeout=30) as client:
+                assert (await client.get("/health")).status_code == 200
+        for _ in range(4):
+            async with httpx.AsyncClient(base_url=base, timeout=30) as client:
+                scraped = (await client.get("/metrics")).text
+            assert requests_counted(scraped, "/health") == HEALTH_REQUESTS
         # One child killed: the parent stops the other and exits, for its supervisor to
         # restart the server whole (a half-dead server would keep taking connections).
         os.kill(next(iter(pids)), signal.SIGKILL)
