@@ -157,6 +157,30 @@ class ReflectResponse(BaseModel):
     trace: Any = None
 
 
+class ReflectToolCall(BaseModel):
+    tool: str
+    input: dict[str, Any]
+    output: dict[str, Any] | None = None
+    duration_ms: int
+    iteration: int
+
+
+class ReflectModelCall(BaseModel):
+    scope: str
+    duration_ms: int
+
+
+class ReflectProgressResponse(BaseModel):
+    """Engram's: the live steps of a reflect question sent with `request_id`."""
+
+    request_id: str
+    status: Literal["running", "completed", "failed", "cancelled"]
+    stage: str
+    iteration: int
+    tool_calls: list[ReflectToolCall]
+    llm_calls: list[ReflectModelCall]
+
+
 class MemoryUnitListItem(BaseModel):
     id: str
     text: str | None = None

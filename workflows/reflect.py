@@ -82,6 +82,8 @@ class ReflectWorkflow:
         self._tool_calls: list[dict[str, Any]] = []
         self._iteration = 0
         self._bank_id: str | None = None
+        # What the loop is doing now, for the `steps` query (the console's live view).
+        self._stage = "starting"
 
     @workflow.query
     def progress(self) -> dict[str, int]:
@@ -89,6 +91,17 @@ class ReflectWorkflow:
             "iteration": self._iteration,
             "tool_calls": len(self._tool_calls),
             "llm_calls": len(self._llm_calls),
+        }
+
+    @workflow.query
+    def steps(self) -> dict[str, Any]:
+        """The steps so far, as the answer's trace will list them: read while it runs.
+        A query only reads the instance, so adding it changes no running workflow's history."""
+        return {
+            "stage": self._stage,
+            "iteration": self._iteration,
+            "tool_calls": list(self._tool_calls),
+            "llm_calls": list(self._llm_calls),
         }
 
     @workflow.run
@@ -107,9 +120,12 @@ class ReflectWorkflow:
             return await self._without_model(request, context, scope)
         answer, ids, seen, stop = await self._loop(request, context, scope)
         if answer is None:
+            self._stage = "synthesising"
             answer = await self._synthesise(request, context, list(seen.values()))
             ids = cited_ids(answer)
+        self._stage = "structuring" if request.response_schema is not None else "done"
         structured = await self._structure(request, answer)
+        self._stage = "done"
         return ReflectOutput(
             text=answer,
             based_on=rests_on(ids, seen),
@@ -146,6 +162,7 @@ class ReflectWorkflow:
             if estimate_tokens(messages) >= request.context_limit_tokens:
                 return None, [], seen, "context_limit"
             self._iteration = iteration
+            self._stage = "thinking"
             turn = await self._turn(messages, tools, f"agent_{iteration}", request.max_tokens)
             if not turn.tool_calls:
                 if turn.content and turn.content.strip():
@@ -173,6 +190,7 @@ class ReflectWorkflow:
             body = {"error": checked.message}
             self._record_tool(iteration, call.name, {"raw_arguments": call.arguments}, body, 0)
             return json.dumps(body)
+        self._stage = f"running {checked.name}"
         outcome: ToolOutcome = await workflow.execute_activity_method(
             ReflectActivities.run_reflect_tool,
             ToolRequest(scope, checked),
@@ -244,6 +262,7 @@ class ReflectWorkflow:
     async def _without_model(
         self, request: ReflectInput, context: ReflectContext, scope: Scope
     ) -> ReflectOutput:
+        self._stage = "gathering evidence"
         found: EvidenceSet = await workflow.execute_activity_method(
             ReflectActivities.gather_reflect_evidence,
             EvidenceRequest(scope, request.query, not request.exclude_mental_models),
@@ -251,6 +270,7 @@ class ReflectWorkflow:
             retry_policy=policies.REFLECT_TOOL.retry,
             heartbeat_timeout=policies.REFLECT_TOOL.heartbeat,
         )
+        self._stage = "done"
         return ReflectOutput(
             text=no_model_answer(
                 request.query, found.mental_models, found.observations, found.facts

@@ -4,10 +4,15 @@
 only on request; its client leaves `include` out unless asked, and gets it anyway, which
 it accepts). `trace` is filled when `include.tool_calls` is present, without tool outputs
 when `include.tool_calls.output` is false.
+
+Engram's addition: a caller that sends `request_id` (its own id for this question) can watch
+the agent's steps while the answer is being written, with `GET .../reflect/{request_id}`
+(the console's live view). The id names one question: reusing it is a 409.
 """
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from datetime import UTC, datetime
 from typing import Annotated, Any
@@ -16,10 +21,17 @@ from pydantic import Field
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute
-from temporalio.client import WorkflowFailureError
-from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflowError
+from temporalio.client import WorkflowExecutionStatus, WorkflowFailureError, WorkflowHandle
+from temporalio.common import WorkflowIDReusePolicy
+from temporalio.exceptions import (
+    ActivityError,
+    ApplicationError,
+    ChildWorkflowError,
+    WorkflowAlreadyStartedError,
+)
+from temporalio.service import RPCError, RPCStatusCode
 
-from engine.errors import InvalidInput, NotFound, OperationFailed
+from engine.errors import Conflict, InvalidInput, NotFound, OperationFailed
 from engine.limits import MAX_QUERY_CHARS, MAX_RECALL_TOKENS
 from engine.recall.types import Budget
 from engine.reflect.answer import directives_of
@@ -29,13 +41,26 @@ from engine.store.memories import TagsMatch
 from engine.types import FactType
 from server.http import iso, json_response, parse_body, path_param, services_of
 from server.openapi import ApiRoute
-from server.responses import ReflectResponse
+from server.responses import ReflectProgressResponse, ReflectResponse
 from server.schemas import Request as Body
 from workflows.errors import error_message
 from workflows.reflect import ReflectWorkflow, reflect_workflow_id
 
 MAX_CONTEXT_CHARS = 20_000
 MAX_ANSWER_TOKENS = 100_000
+REQUEST_ID_PATTERN = r"^[A-Za-z0-9_-]{8,64}$"
+# The console asks for a question's steps as it sends it: a request that has not started yet
+# is waited for this long (checked every START_POLL_S) before the answer is a 404.
+START_WAIT_S = 5.0
+START_POLL_S = 0.1
+WIRE_STATUS = {
+    WorkflowExecutionStatus.RUNNING: "running",
+    WorkflowExecutionStatus.COMPLETED: "completed",
+    WorkflowExecutionStatus.FAILED: "failed",
+    WorkflowExecutionStatus.CANCELED: "cancelled",
+    WorkflowExecutionStatus.TERMINATED: "failed",
+    WorkflowExecutionStatus.TIMED_OUT: "failed",
+}
 
 
 class ToolCallsInclude(Body):
@@ -65,6 +90,7 @@ class ReflectIn(Body):
         Annotated[int, Field(ge=1, le=MAX_RECALL_TOKENS)] | None
     ) = None
     reflect_search_observations_include_entities: bool | None = None
+    request_id: Annotated[str, Field(pattern=REQUEST_ID_PATTERN)] | None = None
 
 
 def to_reflect_input(bank_id: str, body: ReflectIn, now: datetime) -> ReflectInput:
@@ -166,13 +192,17 @@ async def reflect(request: Request) -> Response:
     services = services_of(request)
     async with services.pool.acquire() as conn:
         await get_bank(conn, bank_id)
-    run_id = str(uuid.uuid4())
-    handle = await services.temporal.start_workflow(
-        ReflectWorkflow.run,
-        reflect_input,
-        id=reflect_workflow_id(bank_id, run_id),
-        task_queue=services.settings.task_queue,
-    )
+    run_id = body.request_id or str(uuid.uuid4())
+    try:
+        handle = await services.temporal.start_workflow(
+            ReflectWorkflow.run,
+            reflect_input,
+            id=reflect_workflow_id(bank_id, run_id),
+            task_queue=services.settings.task_queue,
+            id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+        )
+    except WorkflowAlreadyStartedError as exc:
+        raise Conflict(f"request_id {run_id} was already used for another question") from exc
     try:
         output = await handle.result()
     except WorkflowFailureError as exc:
@@ -181,6 +211,43 @@ async def reflect(request: Request) -> Response:
         raise OperationFailed(run_id, f"reflect failed: {error_message(exc.cause)}") from exc
     with_based_on = body.include is None or body.include.facts is not None
     return json_response(response_body(output, with_based_on))
+
+
+async def _started(handle: WorkflowHandle[Any, Any]) -> WorkflowExecutionStatus | None:
+    """The workflow's status, waiting up to START_WAIT_S for one not started yet."""
+    deadline = asyncio.get_running_loop().time() + START_WAIT_S
+    while True:
+        try:
+            return (await handle.describe()).status
+        except RPCError as exc:
+            if exc.status != RPCStatusCode.NOT_FOUND:
+                raise
+            if asyncio.get_running_loop().time() >= deadline:
+                raise NotFound("reflect request", handle.id.rsplit(":", 1)[-1]) from exc
+        await asyncio.sleep(START_POLL_S)
+
+
+async def progress(request: Request) -> Response:
+    """A question's steps so far (tool calls with their input and output, model calls), what
+    the agent is doing now, and whether it has finished (the answer comes with the POST)."""
+    bank_id = path_param(request, "bank_id")
+    request_id = path_param(request, "request_id")
+    services = services_of(request)
+    async with services.pool.acquire() as conn:
+        await get_bank(conn, bank_id)
+    handle = services.temporal.get_workflow_handle(reflect_workflow_id(bank_id, request_id))
+    status = await _started(handle)
+    steps: dict[str, Any] = await handle.query(ReflectWorkflow.steps)
+    return json_response(
+        {
+            "request_id": request_id,
+            "status": WIRE_STATUS.get(status, "running") if status else "running",
+            "stage": steps["stage"],
+            "iteration": steps["iteration"],
+            "tool_calls": steps["tool_calls"],
+            "llm_calls": steps["llm_calls"],
+        }
+    )
 
 
 def routes() -> list[BaseRoute]:
@@ -193,5 +260,13 @@ def routes() -> list[BaseRoute]:
             summary="Answer a question from memory (an LLM reasons over recall)",
             body=ReflectIn,
             response=ReflectResponse,
-        )
+        ),
+        ApiRoute(
+            "/v1/default/banks/{bank_id}/reflect/{request_id}",
+            progress,
+            methods=["GET"],
+            tag="reflect",
+            summary="The steps of a reflect question sent with request_id, while it runs",
+            response=ReflectProgressResponse,
+        ),
     ]

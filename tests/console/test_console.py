@@ -9,7 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from playwright.async_api import Browser, ConsoleMessage, Error, Page
+from playwright.async_api import Browser
+
+from console.browser import Console
 
 BANK = "console-demo"
 NOTES = [
@@ -18,40 +20,6 @@ NOTES = [
     ("Lena adopted a dog named Biscuit.", "2024-06-01T18:00:00+00:00"),
     ("Marco lives in Rome and teaches Italian.", "2024-06-02T12:00:00+00:00"),
 ]
-
-
-class Console:
-    """A page that records console errors and saves numbered screenshots."""
-
-    def __init__(self, page: Page, base: str, shots: Path) -> None:
-        self.page = page
-        self.base = base
-        self.shots = shots
-        self.errors: list[str] = []
-        self.count = 0
-        page.on("console", self._console)
-        page.on("pageerror", self._page_error)
-
-    def _console(self, message: ConsoleMessage) -> None:
-        if message.type == "error":
-            self.errors.append(f"{self.page.url}: {message.text}")
-
-    def _page_error(self, error: Error) -> None:
-        self.errors.append(f"{self.page.url}: uncaught {error}")
-
-    async def open(self, fragment: str) -> None:
-        await self.page.goto(f"{self.base}/console/{fragment}")
-
-    async def shot(self, name: str) -> None:
-        self.count += 1
-        path = self.shots / f"{self.count:02d}-{name}.png"
-        await self.page.screenshot(path=str(path), full_page=True)
-
-    async def fits(self) -> None:
-        """Nothing wider than the viewport (the page itself never scrolls sideways)."""
-        width = await self.page.evaluate("document.documentElement.scrollWidth")
-        viewport = await self.page.evaluate("window.innerWidth")
-        assert width <= viewport, f"{self.page.url} is {width}px wide in a {viewport}px window"
 
 
 async def seed(http: httpx.AsyncClient) -> None:

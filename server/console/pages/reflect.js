@@ -1,8 +1,9 @@
-// Reflect: ask, then read the agent's steps (tool calls with their inputs and evidence), the
+// Reflect: ask, watch the agent's steps as they happen (tool calls with their inputs and
+// evidence, read from `GET .../reflect/{request_id}` while the answer is written), then the
 // answer and the memories it cites. Without a model the server answers with the evidence it
 // gathered, and the page says so.
 
-import { bankPath, post } from "../api.js";
+import { bankPath, get, post } from "../api.js";
 import { badge, card, clear, empty, errorBox, field, h, num, when } from "../ui.js";
 
 function toolStep(call, index) {
@@ -12,6 +13,38 @@ function toolStep(call, index) {
     "li.step",
     h("div.row", h("span.rank", `${index + 1}`), h("strong", call.tool), call.iteration !== undefined ? badge(`turn ${call.iteration}`, "tag") : null, h("span.spacer"), h("span.muted.small", `${num(call.duration_ms, 0)} ms`)),
     h("details", h("summary", "Input", found !== null ? ` · ${found} found` : ""), h("pre.json", JSON.stringify(call.input, null, 2)), output ? h("pre.json", JSON.stringify(output, null, 2)) : null),
+  );
+}
+
+const POLL_MS = 600;
+const STAGES = {
+  starting: "Reading the bank's mission and directives…",
+  thinking: "The model is thinking…",
+  synthesising: "Writing the answer from the evidence…",
+  structuring: "Shaping the answer to the requested schema…",
+  "gathering evidence": "Searching the memory…",
+  done: "Finishing…",
+};
+
+/** A random id for this question (crypto.randomUUID needs a secure context; this does not). */
+function requestId() {
+  const bytes = crypto.getRandomValues(new Uint8Array(12));
+  return "console-" + [...bytes].map((b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+function stageText(stage) {
+  if (stage && stage.startsWith("running ")) return `Running ${stage.slice(8)}…`;
+  return STAGES[stage] || "Working…";
+}
+
+/** The steps so far, redrawn on every poll until the answer arrives. */
+function liveView(steps, clock) {
+  const calls = steps ? steps.tool_calls : [];
+  return h(
+    "section.card.live-steps",
+    h("h2", "Steps so far"),
+    h("div.loading", steps ? stageText(steps.stage) : "Sending the question…", " ", steps && steps.iteration ? badge(`turn ${steps.iteration}`, "tag") : null, " ", clock),
+    calls.length ? h("ol.steps", calls.map(toolStep)) : h("p.muted.small", "No tool calls yet."),
   );
 }
 
@@ -57,13 +90,40 @@ export async function render(ctx) {
       include: { facts: {}, tool_calls: { output: true } },
     };
     if (data.get("context")) body.context = data.get("context");
+    body.request_id = requestId();
     const started = performance.now();
-    const clock = h("span", "0 s");
+    const clock = h("span.muted", "0 s");
     const timer = setInterval(() => (clock.textContent = `${Math.round((performance.now() - started) / 1000)} s`), 500);
     ctx.onCleanup(() => clearInterval(timer));
-    clear(out, h("div.loading", "Thinking… ", clock));
+    const button = form.querySelector("button[type=submit]");
+    button.disabled = true;
+    clear(out, liveView(null, clock));
+    // Poll the steps while the answer is being written; stop when it arrives.
+    let answered = false;
+    const watching = new AbortController();
+    ctx.onCleanup(() => watching.abort());
+    const watch = async () => {
+      let shown = "";
+      while (!answered) {
+        try {
+          const steps = await get(bankPath(bankId, "reflect", body.request_id), null, watching.signal);
+          if (answered) return;
+          // Redraw only on news, so an opened step stays open.
+          const news = `${steps.stage}/${steps.iteration}/${steps.tool_calls.length}`;
+          if (news !== shown) clear(out, liveView(steps, clock));
+          shown = news;
+          if (steps.status !== "running") return;
+        } catch {
+          return; // the answer (or its error) still arrives with the POST
+        }
+        await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+      }
+    };
+    watch();
     try {
       const answer = await post(bankPath(bankId, "reflect"), body);
+      answered = true;
+      watching.abort();
       const trace = answer.trace || {};
       const noModel = trace.stop_reason === "no_model";
       const calls = trace.tool_calls || [];
@@ -81,9 +141,12 @@ export async function render(ctx) {
         ),
       );
     } catch (error) {
+      answered = true;
+      watching.abort();
       clear(out, errorBox(error));
     } finally {
       clearInterval(timer);
+      button.disabled = false;
     }
   });
   clear(view, h("div.page-head", h("h1", "Reflect"), h("span.muted", bankId)), card(null, form), out);
