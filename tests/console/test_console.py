@@ -280,3 +280,45 @@ async def test_create_configure_and_delete_a_bank(
         assert (await http.get(f"/v1/default/banks/{made}/profile")).status_code == 404
     await context.close()
     assert ui.errors == []
+
+
+async def test_a_superseded_memory_shows_its_chain(
+    browser: Browser, url: str, tmp_path: Path
+) -> None:
+    """Retain supersedes "lives in Lisbon" by "lives in Porto" by "lives in Madrid"
+    (engine/lifecycle/detect.py); the state filter finds the superseded facts with how long
+    they held, and a fact's page shows what it replaced and what replaced it, oldest first."""
+    bank = "console-chain"
+    async with httpx.AsyncClient(base_url=url, timeout=60) as http:
+        for city, at in [
+            ("Lisbon", "2024-01-10"),
+            ("Porto", "2024-06-10"),
+            ("Madrid", "2024-11-10"),
+        ]:
+            item = {"content": f"Kai lives in {city}.", "timestamp": f"{at}T10:00:00+00:00"}
+            response = await http.post(f"/v1/default/banks/{bank}/memories", json={"items": [item]})
+            assert response.status_code == 200, response.text
+    context = await browser.new_context(viewport={"width": 1280, "height": 800})
+    ui = Console(await context.new_page(), url, tmp_path)
+    page = ui.page
+    await ui.open(f"#/b/{bank}/memories?state=superseded")
+    rows = page.locator("tbody tr")
+    await rows.nth(1).wait_for()
+    assert await rows.count() == 2
+    assert await page.locator("tbody tr", has_text="Madrid").count() == 0
+    assert "newer fact" in await page.locator("tbody tr", has_text="Porto").inner_text()
+    await ui.shot("memories-superseded")
+    await page.locator("tbody tr a", has_text="Porto").click()
+    chain = page.locator("ol.chain li")
+    await chain.nth(2).wait_for()
+    texts = [await chain.nth(i).inner_text() for i in range(3)]
+    assert ["Lisbon" in texts[0], "Porto" in texts[1], "Madrid" in texts[2]] == [True] * 3
+    assert "this memory" in texts[1]
+    history = page.locator("ol.history")
+    assert await history.get_by_role("link", name="Replaced by").count() == 1
+    assert await history.get_by_role("link", name="Replaces").count() == 1
+    await ui.shot("memory-chain")
+    await chain.nth(0).get_by_role("link").click()
+    await page.locator(".memory-text", has_text="Lisbon").wait_for()
+    await context.close()
+    assert ui.errors == []

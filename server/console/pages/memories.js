@@ -7,6 +7,21 @@ import { badge, card, clear, debounce, empty, errorBox, field, h, table, toast, 
 const PAGE = 50;
 const FILTERS = ["q", "type", "tags", "document_id", "entity", "time_field", "start_date", "end_date", "state", "offset"];
 
+const STATE_LABELS = { valid: "active", invalidated: "archived", superseded: "superseded" };
+
+/** The state, and for a superseded fact how long it held and what replaced it. */
+export function stateCell(ctx, m) {
+  const state = m.state || "valid";
+  const label = badge(STATE_LABELS[state] || state, state === "valid" ? "ok" : "warn");
+  if (state !== "superseded") return label;
+  return h(
+    "div",
+    label,
+    h("div.small.muted.nowrap", m.valid_from ? [when(m.valid_from), " → "] : "until ", when(m.valid_to)),
+    m.superseded_by ? h("a.small", { href: ctx.href("memory", m.superseded_by) }, "newer fact →") : null,
+  );
+}
+
 function retainBox(ctx, reload) {
   const text = h("textarea", { name: "content", rows: 3, required: true, placeholder: "Kai moved to Lisbon in May 2024 and started learning to surf." });
   const form = h(
@@ -84,7 +99,7 @@ export async function render(ctx) {
       field("Date of", select("time_field", [["", "Created"], ["mentioned_at", "Mentioned"], ["occurred_start", "Occurred"], ["updated_at", "Updated"]])),
       field("From", input("start_date", { type: "date" })),
       field("Before", input("end_date", { type: "date" })),
-      field("State", select("state", [["", "Any state"], ["valid", "Valid"], ["invalidated", "Forgotten"]])),
+      field("State", select("state", [["", "Any state"], ["valid", "Active"], ["superseded", "Superseded"], ["invalidated", "Archived or forgotten"]])),
       ),
     ),
     h("datalist#entity-names", [...entityIds.keys()].map((name) => h("option", { value: name }))),
@@ -155,7 +170,7 @@ export async function render(ctx) {
           ["Entities", (m) => m.entities || h("span.muted", "—"), "wide-only"],
           ["Tags", (m) => (m.tags || []).map((t) => badge(t, "tag")), "wide-only"],
           ["Document", (m) => m.document_id || h("span.muted", "—"), "wide-only clip"],
-          ["State", (m) => (m.state && m.state !== "valid" ? badge(m.state, "warn") : badge("valid", "ok")), "wide-only"],
+          ["State", (m) => stateCell(ctx, m), "wide-only"],
         ],
         body.items,
         { onRow: (m) => (location.hash = ctx.href("memory", m.id)) },

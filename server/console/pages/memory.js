@@ -16,8 +16,47 @@ function markedChunk(chunkText, factText) {
   return h("blockquote.chunk", parts.map((part) => (words.has(part.toLowerCase()) ? h("mark", part) : part)));
 }
 
-function historyList(items) {
-  if (!items.length) return empty("No changes recorded.", "Edits, merges and re-consolidations show up here with a diff.");
+const RELATED = { superseded: "Replaced by", supersedes: "Replaces" };
+const STATE_LABELS = { valid: "active", invalidated: "archived", superseded: "superseded" };
+const CHAIN_LIMIT = 10;
+
+/** Older and newer versions of a fact, following `supersedes` in each one's history back and
+ * `superseded_by` forward (at most CHAIN_LIMIT each way). */
+async function supersessionChain(ctx, memory, history) {
+  const older = [];
+  let items = history;
+  for (let i = 0; i < CHAIN_LIMIT; i++) {
+    const link = items.find((item) => item.change === "supersedes" && item.related_id);
+    if (!link || older.some((m) => m.id === link.related_id)) break;
+    const previous = await get(bankPath(ctx.bankId, "memories", link.related_id), null, ctx.signal);
+    older.unshift(previous);
+    items = await get(bankPath(ctx.bankId, "memories", previous.id, "history"), null, ctx.signal);
+  }
+  const newer = [];
+  let next = memory.superseded_by;
+  while (next && newer.length < CHAIN_LIMIT && !newer.some((m) => m.id === next)) {
+    const fact = await get(bankPath(ctx.bankId, "memories", next), null, ctx.signal);
+    newer.push(fact);
+    next = fact.superseded_by;
+  }
+  return older.length || newer.length ? [...older, memory, ...newer] : [];
+}
+
+function chainView(ctx, chain, current) {
+  return h(
+    "ol.chain",
+    chain.map((m) =>
+      h(
+        m.id === current.id ? "li.current" : "li",
+        h("div.row", badge(STATE_LABELS[m.state] || m.state || "active", m.state === "superseded" ? "warn" : "ok"), h("span.small.muted", m.valid_from ? when(m.valid_from) : "—", " → ", m.valid_to ? when(m.valid_to) : "now")),
+        m.id === current.id ? h("strong", m.text, " (this memory)") : h("a", { href: ctx.href("memory", m.id) }, m.text),
+      ),
+    ),
+  );
+}
+
+function historyList(ctx, items) {
+  if (!items.length) return empty("No changes recorded.", "Corrections, supersession, archiving and re-consolidations show up here with a diff.");
   return h(
     "ol.history",
     items.map((item) =>
@@ -29,8 +68,12 @@ function historyList(items) {
           item.change ? badge(item.change) : null,
           when(item.changed_at || item.created_at),
           item.reason ? h("span.muted", item.reason) : null,
+          RELATED[item.change] && item.related_id ? h("a.small", { href: ctx.href("memory", item.related_id) }, `${RELATED[item.change]} →`) : null,
         ),
-        diffView(item.previous_text ?? item.old_text ?? "", item.text ?? item.new_text ?? ""),
+        // Only a change of text has a diff (supersession, archiving and feedback have none).
+        (item.previous_text ?? item.old_text ?? "") !== (item.text ?? item.new_text ?? "")
+          ? diffView(item.previous_text ?? item.old_text ?? "", item.text ?? item.new_text ?? "")
+          : null,
       ),
     ),
   );
@@ -95,13 +138,15 @@ export async function render(ctx) {
       : get(bankPath(bankId, "memories", memoryId, "history"), null, ctx.signal),
     memory.chunk_id ? get(`/v1/default/chunks/${encodeURIComponent(memory.chunk_id)}`, null, ctx.signal) : null,
   ]);
+  const historyItems = Array.isArray(history) ? history : history.items || [];
+  const chain = memory.fact_type === "observation" ? [] : await supersessionChain(ctx, memory, historyItems);
   const reload = () => render(ctx);
   const entityLinks = (memory.entities || []).map((name) => h("a.chip", { href: ctx.href("memories", null, { entity: name }) }, name));
   const links = memory.links || [];
   const evidence = memory.evidence || [];
   clear(
     view,
-    h("div.page-head", h("a", { href: ctx.href("memories") }, "← Memories"), h("span.spacer"), badge(memory.fact_type), badge(memory.state || "valid", memory.state === "invalidated" ? "warn" : "ok")),
+    h("div.page-head", h("a", { href: ctx.href("memories") }, "← Memories"), h("span.spacer"), badge(memory.fact_type), badge(STATE_LABELS[memory.state] || memory.state || "active", memory.state && memory.state !== "valid" ? "warn" : "ok")),
     h("section.card.memory-text", h("p.lead", memory.text), memory.context ? h("p.muted", memory.context) : null),
     h(
       "div.columns",
@@ -112,6 +157,8 @@ export async function render(ctx) {
           ["Mentioned", when(memory.mentioned_at)],
           ["Retained", when(memory.created_at)],
           ["Updated", when(memory.updated_at)],
+          ["Valid", memory.valid_from || memory.valid_to ? h("span", when(memory.valid_from), " → ", memory.valid_to ? when(memory.valid_to) : "now") : undefined],
+          ["Superseded by", memory.superseded_by ? h("a", { href: ctx.href("memory", memory.superseded_by) }, "the newer fact →") : undefined],
           ["Document", memory.document_id ? h("a", { href: ctx.href("memories", null, { document_id: memory.document_id }) }, memory.document_id) : null],
           ["Chunk", memory.chunk_id ? h("code.small", memory.chunk_id) : null],
           ["Proof count", memory.proof_count !== undefined ? String(memory.proof_count) : undefined],
@@ -152,6 +199,7 @@ export async function render(ctx) {
           )
         : empty("No links.", "Links appear when other memories share entities, meaning or time with this one."),
     ),
-    card("History", historyList(Array.isArray(history) ? history : history.items || [])),
+    chain.length ? card("Supersession", h("p.small.muted", "What this fact replaced and what replaced it, oldest first."), chainView(ctx, chain, memory)) : null,
+    card("History", historyList(ctx, historyItems)),
   );
 }
