@@ -78,6 +78,13 @@ class BankConfigResponse(BaseModel):
     overrides: dict[str, Any]
 
 
+class LifecyclePresetsResponse(BaseModel):
+    """Engram's: the presets a bank's `lifecycle_preset` names, each with its settings."""
+
+    default: str
+    presets: dict[str, dict[str, Any]]
+
+
 class RetainResponse(BaseModel):
     success: bool
     bank_id: str

@@ -13,6 +13,7 @@ from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 from temporalio.service import RPCError
 
 from engine.errors import InvalidInput
+from engine.lifecycle.policy import DEFAULT_PRESET, PRESETS
 from engine.mental_models.store import bank_schedule_ids
 from engine.store.banks import (
     Bank,
@@ -46,6 +47,7 @@ from server.responses import (
     BankProfileResponse,
     BankStatsResponse,
     DeleteResponse,
+    LifecyclePresetsResponse,
 )
 from server.routes.retain import WIRE_STATUS
 from server.schemas import BankIn, ConfigPatchIn
@@ -269,6 +271,17 @@ async def reset_config(request: Request) -> Response:
     return json_response(config_json(bank))
 
 
+async def lifecycle_presets(request: Request) -> Response:
+    """The lifecycle presets a bank can name (`lifecycle_preset`) and every setting of each,
+    which a bank's `lifecycle` overrides one by one (engine/lifecycle/policy.py)."""
+    return json_response(
+        {
+            "default": DEFAULT_PRESET,
+            "presets": {name: policy.to_json() for name, policy in PRESETS.items()},
+        }
+    )
+
+
 def routes() -> list[Route]:
     base = "/v1/default/banks"
     return [
@@ -338,5 +351,13 @@ def routes() -> list[Route]:
             tag="banks",
             summary="Reset a bank's configuration to the defaults",
             response=BankConfigResponse,
+        ),
+        ApiRoute(
+            "/v1/default/lifecycle/presets",
+            lifecycle_presets,
+            methods=["GET"],
+            tag="banks",
+            summary="The lifecycle presets and their settings",
+            response=LifecyclePresetsResponse,
         ),
     ]

@@ -42,6 +42,12 @@ async def test_every_page_shows_the_bank(browser: Browser, url: str, tmp_path: P
         await ui.open("")
         await page.locator("td a", has_text=BANK).wait_for()
         assert await page.locator("h1").inner_text() == "Banks"
+        # Facts by type come from the stats route (nodes_by_fact_type).
+        stats = (await http.get(f"/v1/default/banks/{BANK}/stats")).json()
+        world = stats["nodes_by_fact_type"]["world"]
+        assert world >= len(NOTES)
+        row = page.get_by_role("row", name=BANK)
+        assert await row.locator("td").nth(2).inner_text() == str(world)
         await ui.shot("banks")
 
         # The memory browser lists what was retained, and a note retained through the API
@@ -248,6 +254,12 @@ async def test_create_configure_and_delete_a_bank(
     await form.locator("textarea[name=directives]").fill("Never share phone numbers.")
     await form.locator("input[name=skepticism]").fill("5")
     await form.locator("select[name=extraction_mode]").select_option("local")
+    # The lifecycle: a preset, and one setting overridden (the preset's value is the hint).
+    await form.locator("select[name=lifecycle_preset]").select_option("support")
+    await form.locator(".lifecycle summary").click()
+    decay = form.locator("input[name='lifecycle.decay_rate']")
+    assert await decay.get_attribute("placeholder") == "0.98"
+    await decay.fill("0.97")
     await ui.shot("new-bank")
     await form.get_by_role("button", name="Create bank").click()
     await page.locator("h1", has_text="Memories").wait_for()
@@ -258,6 +270,8 @@ async def test_create_configure_and_delete_a_bank(
         assert profile["disposition"] == {"skepticism": 5, "literalism": 3, "empathy": 3}
         assert profile["config"]["directives"] == ["Never share phone numbers."]
         assert profile["config"]["extraction_mode"] == "local"
+        assert profile["config"]["lifecycle_preset"] == "support"
+        assert profile["config"]["lifecycle"] == {"decay_rate": 0.97}
 
         await ui.open("#/banks")  # "" would reopen the last bank used
         await page.get_by_role("row", name=made).get_by_role("button", name="Configure").click()

@@ -1,5 +1,5 @@
 // Banks: every bank with its counts; create, configure (mission, directives, disposition,
-// extraction mode) and delete with a typed confirmation.
+// extraction mode, lifecycle preset and overrides) and delete with a typed confirmation.
 
 import { bankPath, del, get, put } from "../api.js";
 import { bankHref } from "../app.js";
@@ -17,31 +17,88 @@ const MODES = [
   ["none", "Verbatim chunks"],
 ];
 
-async function countOf(bankId, type) {
-  const body = await get(bankPath(bankId, "memories", "list"), { type, limit: 1 });
-  return body.total;
-}
-
+/** One row: the counts come from `.../stats` (Hindsight's shape, facts by type included). */
 async function bankRow(bank) {
-  const id = bank.bank_id;
-  const [stats, world, experience, ops] = await Promise.all([
-    get(bankPath(id, "stats")),
-    countOf(id, "world"),
-    countOf(id, "experience"),
-    get(bankPath(id, "operations"), { limit: 100 }),
-  ]);
-  const open = ops.operations.filter((o) => o.status === "pending" || o.status === "processing");
-  const times = [bank.updated_at, ...ops.operations.map((o) => o.updated_at || o.created_at)].filter(Boolean);
+  const stats = await get(bankPath(bank.bank_id, "stats"));
+  const byType = stats.nodes_by_fact_type || {};
+  const times = [bank.updated_at, stats.last_memory_write_at].filter(Boolean);
   return {
     ...bank,
-    world,
-    experience,
+    world: byType.world || 0,
+    experience: byType.experience || 0,
     observations: stats.total_observations,
     entities: stats.total_entities,
     documents: stats.total_documents,
-    pending: open.length,
-    failed: ops.operations.filter((o) => o.status === "failed").length,
+    pending: stats.pending_operations,
+    failed: stats.failed_operations,
     last: times.sort().at(-1),
+  };
+}
+
+/** The lifecycle settings a form can override, with how each is entered. */
+const LIFECYCLE_HINTS = {
+  decay_rate: "strength kept per day without access (0–1)",
+  archive_threshold: "archive facts weaker than this (0–1)",
+  merge_duplicates: "merge near-identical facts",
+  merge_similarity: "cosine at which two facts may merge (0–1)",
+  delete_archived: "delete archived facts (never a default)",
+  delete_after_days: "… archived and untouched this many days",
+  delete_below_importance: "… and less important than this (0–1)",
+  reinforce_step: "strength gained per access (0–1)",
+  feedback_step: "importance moved per feedback (0–1)",
+  schedule_cron: "when the daily run happens (cron, UTC)",
+  strength_weight: "ranking boost by strength (0–2)",
+  importance_weight: "ranking boost by importance (0–2)",
+  recency_weight: "ranking boost by recency (0–2)",
+};
+
+/** Preset selector and one input per setting: empty follows the preset (its value shown as
+ * the placeholder), a value overrides it. */
+function lifecycleFields(presets, config) {
+  const current = config.lifecycle_preset || presets.default;
+  const overrides = config.lifecycle || {};
+  const select = h("select", { name: "lifecycle_preset" }, Object.keys(presets.presets).map((name) => h("option", { value: name, selected: name === current }, name)));
+  const inputs = [];
+  const rows = Object.entries(presets.presets[current] || {}).map(([name, value]) => {
+    const set = overrides[name];
+    let input;
+    if (typeof value === "boolean") {
+      input = h("select", { name: `lifecycle.${name}`, dataset: { kind: "boolean" } }, [["", "preset"], ["true", "yes"], ["false", "no"]].map(([v, l]) => h("option", { value: v, selected: set !== undefined && String(set) === v }, l)));
+    } else {
+      const numeric = typeof value === "number";
+      input = h("input", { name: `lifecycle.${name}`, type: numeric ? "number" : "text", step: numeric ? "any" : null, value: set === undefined ? "" : String(set), dataset: { kind: numeric ? "number" : "text" } });
+    }
+    inputs.push([name, input]);
+    return field(name.replaceAll("_", " "), input, LIFECYCLE_HINTS[name]);
+  });
+  const showPreset = () => {
+    const values = presets.presets[select.value] || {};
+    for (const [name, input] of inputs) {
+      if (input.tagName === "SELECT") input.options[0].textContent = `preset (${values[name] ? "yes" : "no"})`;
+      else input.placeholder = String(values[name]);
+    }
+  };
+  select.addEventListener("change", showPreset);
+  showPreset();
+  const count = Object.keys(overrides).length;
+  return {
+    element: h(
+      "fieldset.lifecycle",
+      h("legend", "Lifecycle"),
+      field("Preset", select, "assistant: chat memory that fades in months · documentation: reference text that stays · support: tickets that fade in weeks"),
+      h("details", { open: count > 0 }, h("summary.small.muted", count ? `Overrides (${count})` : "Overrides"), h("div.filter-grid", rows)),
+    ),
+    /** {lifecycle_preset, lifecycle}: the overrides given, typed as the preset's values. */
+    values() {
+      const lifecycle = {};
+      for (const [name, input] of inputs) {
+        const raw = input.value.trim();
+        if (raw === "") continue;
+        const kind = input.dataset.kind;
+        lifecycle[name] = kind === "boolean" ? raw === "true" : kind === "number" ? Number(raw) : raw;
+      }
+      return { lifecycle_preset: select.value, lifecycle };
+    },
   };
 }
 
@@ -53,8 +110,9 @@ function slider(name, label, hint, value) {
 }
 
 /** The create/configure form; `profile` is null when creating. */
-function bankForm(profile, onSaved) {
+function bankForm(profile, presets, onSaved) {
   const config = (profile && profile.config) || {};
+  const lifecycle = presets ? lifecycleFields(presets, config) : null;
   const disposition = (profile && profile.disposition) || { skepticism: 3, literalism: 3, empathy: 3 };
   const idInput = profile
     ? null
@@ -76,6 +134,7 @@ function bankForm(profile, onSaved) {
     ),
     field("Retain mission", h("input", { name: "retain_mission", value: config.retain_mission || "", placeholder: "What extraction should focus on" })),
     h("label.check", h("input", { type: "checkbox", name: "enable_observations", checked: config.enable_observations !== false }), " Build observations (consolidation)"),
+    lifecycle ? lifecycle.element : null,
     h("div.row.end", h("button", { type: "submit" }, profile ? "Save" : "Create bank")),
   );
   form.addEventListener("submit", async (event) => {
@@ -91,6 +150,7 @@ function bankForm(profile, onSaved) {
       disposition_empathy: Number(values.empathy),
       retain_mission: values.retain_mission,
       enable_observations: form.elements.enable_observations.checked,
+      ...(lifecycle ? lifecycle.values() : {}),
     };
     if (values.extraction_mode) body.extraction_mode = values.extraction_mode;
     // Hindsight's "concise" maps to the server default: the way back from an explicit mode.
@@ -116,9 +176,11 @@ export async function render(ctx) {
     ctx.banksChanged(selected);
     render(ctx);
   };
+  // Servers without lifecycle presets still get the rest of the form.
+  const presets = () => get("/v1/default/lifecycle/presets").catch(() => null);
   const openConfig = async (bankId) => {
-    const profile = await get(bankPath(bankId, "profile"));
-    clear(panel, card(`Configure ${bankId}`, bankForm(profile, rerender)));
+    const [profile, known] = await Promise.all([get(bankPath(bankId, "profile")), presets()]);
+    clear(panel, card(`Configure ${bankId}`, bankForm(profile, known, rerender)));
     panel.scrollIntoView({ block: "nearest" });
   };
   const remove = async (bankId) => {
@@ -135,7 +197,12 @@ export async function render(ctx) {
       toast(error.message, "bad");
     }
   };
-  const newButton = h("button", { type: "button", onclick: () => clear(panel, card("New bank", bankForm(null, (id) => (location.hash = bankHref(id, "memories"))))) }, "New bank");
+  const newBank = async () => {
+    const form = bankForm(null, await presets(), (id) => (location.hash = bankHref(id, "memories")));
+    clear(panel, card("New bank", form));
+    form.querySelector("input[name=bank_id]").focus();
+  };
+  const newButton = h("button", { type: "button", onclick: newBank }, "New bank");
   const list = rows.length
     ? table(
         [
@@ -146,7 +213,14 @@ export async function render(ctx) {
           ["Observations", (b) => b.observations, "num"],
           ["Entities", (b) => b.entities, "num wide-only"],
           ["Documents", (b) => b.documents, "num wide-only"],
-          ["Pending ops", (b) => (b.pending ? h("a", { href: bankHref(b.bank_id, "operations") }, b.pending) : "0"), "num wide-only"],
+          [
+            "Pending ops",
+            (b) => [
+              b.pending ? h("a", { href: bankHref(b.bank_id, "operations") }, b.pending) : "0",
+              b.failed ? h("a.bad.small", { href: bankHref(b.bank_id, "operations", null, { status: "failed" }), title: "failed operations" }, ` · ${b.failed} failed`) : null,
+            ],
+            "num wide-only",
+          ],
           ["Last activity", (b) => when(b.last), "wide-only"],
           [
             "",
