@@ -12,6 +12,8 @@ import httpx
 from playwright.async_api import Browser
 
 from console.browser import Console
+from engine.db import Pool
+from engine.store.operations import register_operation, update_operation
 
 BANK = "console-demo"
 NOTES = [
@@ -334,5 +336,43 @@ async def test_a_superseded_memory_shows_its_chain(
     await ui.shot("memory-chain")
     await chain.nth(0).get_by_role("link").click()
     await page.locator(".memory-text", has_text="Lisbon").wait_for()
+    await context.close()
+    assert ui.errors == []
+
+
+async def test_retry_posts_and_shows_the_answer(
+    browser: Browser, url: str, pool: Pool, tmp_path: Path
+) -> None:
+    """A failed operation's Retry posts `.../operations/{id}/retry` (Hindsight's route, which
+    another change serves) and keeps the server's answer on the page, whatever it is."""
+    bank = "console-ops"
+    async with httpx.AsyncClient(base_url=url, timeout=60) as http:
+        assert (await http.put(f"/v1/default/banks/{bank}", json={})).status_code == 200
+    operation_id = "7d0c8f3e-0000-4000-8000-00000000f001"
+    async with pool.acquire() as conn:
+        await register_operation(conn, operation_id, bank, "retain", f"retain:{bank}:x", "h")
+        await update_operation(
+            conn, operation_id, "failed", error="extraction failed: model said no"
+        )
+    context = await browser.new_context(viewport={"width": 1280, "height": 800})
+    ui = Console(await context.new_page(), url, tmp_path)
+    ui.expected_failures.append(f"/operations/{operation_id}/retry")
+    page = ui.page
+    await ui.open(f"#/b/{bank}/operations")
+    row = page.locator("tbody tr", has_text="model said no")
+    async with page.expect_response(lambda r: r.url.endswith("/retry")) as answered:
+        await row.get_by_role("button", name="Retry").click()
+    response = await answered.value
+    assert response.request.method == "POST"
+    answer = page.locator(".action-answer [role=status]")
+    await answer.wait_for()
+    text = await answer.inner_text()
+    assert text.startswith(f"Retry {operation_id}: ")
+    body = await response.json()
+    if response.status == 200:
+        assert body["message"] in text
+    else:
+        assert f"HTTP {response.status}: {body['detail']}" in text
+    await ui.shot("operations-retry")
     await context.close()
     assert ui.errors == []

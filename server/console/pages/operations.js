@@ -25,13 +25,29 @@ export async function render(ctx) {
     { "aria-label": "Status", onchange: (e) => (location.hash = ctx.href("operations", null, { status: e.target.value })) },
     [["", "All"], ["pending", "Pending"], ["processing", "Running"], ["completed", "Completed"], ["failed", "Failed"], ["cancelled", "Cancelled"]].map(([v, l]) => h("option", { value: v, selected: v === status }, l)),
   );
-  const act = async (fn, done) => {
+  // What the last cancel or retry answered, kept on the page (a toast fades too soon to read
+  // an error). Retry follows Hindsight's shape: {success, message, operation_id}.
+  const answer = h("div.action-answer");
+  const act = async (fn, done, label) => {
+    clear(answer);
     try {
-      await fn();
-      toast(done, "ok");
+      const body = await fn();
+      const message = (body && body.message) || done;
+      clear(answer, h("div.notice.ok", { role: "status" }, `${label}: ${message}`));
+      toast(message, "ok");
       load();
     } catch (error) {
-      toast(error.status === 404 || error.status === 405 ? "This server cannot do that yet." : error.message, "bad");
+      const unsupported = error.status === 404 || error.status === 405 || error.status === 501;
+      clear(
+        answer,
+        h(
+          "div.notice",
+          { role: "status" },
+          h("strong", `${label}: `),
+          unsupported && error.status !== 404 ? "this server cannot do that yet" : "the server refused",
+          ` (HTTP ${error.status || "error"}: ${error.detail || error.message}).`,
+        ),
+      );
     }
   };
   let timer = 0;
@@ -64,9 +80,9 @@ export async function render(ctx) {
                 "",
                 (o) =>
                   OPEN.has(o.status)
-                    ? h("button.ghost.small", { type: "button", onclick: () => act(() => del(bankPath(bankId, "operations", o.id)), "Cancellation requested") }, "Cancel")
+                    ? h("button.ghost.small", { type: "button", onclick: () => act(() => del(bankPath(bankId, "operations", o.id)), "Cancellation requested", `Cancel ${o.id}`) }, "Cancel")
                     : o.status === "failed"
-                      ? h("button.ghost.small", { type: "button", onclick: () => act(() => post(bankPath(bankId, "operations", o.id, "retry")), "Retry started") }, "Retry")
+                      ? h("button.ghost.small", { type: "button", onclick: () => act(() => post(bankPath(bankId, "operations", o.id, "retry")), "Retry started", `Retry ${o.id}`) }, "Retry")
                       : null,
               ],
             ],
@@ -76,6 +92,6 @@ export async function render(ctx) {
     );
     if (!ctx.signal.aborted) timer = setTimeout(load, anyOpen ? POLL_MS : IDLE_MS);
   }
-  clear(view, h("div.page-head", h("h1", "Operations"), h("span.muted", bankId), h("span.spacer"), live, filter, h("button.ghost.small", { type: "button", onclick: () => load() }, "Refresh")), body);
+  clear(view, h("div.page-head", h("h1", "Operations"), h("span.muted", bankId), h("span.spacer"), live, filter, h("button.ghost.small", { type: "button", onclick: () => load() }, "Refresh")), answer, body);
   await load();
 }
