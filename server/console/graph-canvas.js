@@ -6,7 +6,11 @@
 
 const STEPS = 300;
 const ALPHA_DECAY = 1 - Math.pow(0.001, 1 / STEPS);
-const THETA2 = 0.81; // a cell this small for its distance counts as one mass (theta 0.9)
+// A cell this small for its distance counts as one mass: theta 0.9, and 1.2 above
+// LARGE_GRAPH nodes, where the cruder repulsion is not visible and a step costs ~half as much.
+const THETA2 = 0.81;
+const THETA2_LARGE = 1.44;
+const LARGE_GRAPH = 2000;
 const CHARGE = -40; // repulsion per node
 const LINK_DISTANCE = 30;
 const GRAVITY = 0.04;
@@ -15,6 +19,7 @@ const LEAF_SIZE = 8;
 const MAX_LABELS = 140;
 const FRAME_BUDGET_MS = 12;
 const MAX_FRAME_BUDGET_MS = 100;
+const EDGE_BANDS = 4;
 
 function cell(x, y, size) {
   return { x, y, size, points: [], children: null, mass: 0, cx: 0, cy: 0 };
@@ -78,18 +83,18 @@ function quadtree(nodes) {
 }
 
 /** Push `n` away from the nodes in `c`, treating far cells as single masses. */
-function repel(c, n, k) {
+function repel(c, n, k, theta2) {
   if (!c.mass) return;
   let dx = c.cx - n.x;
   let dy = c.cy - n.y;
   let d2 = dx * dx + dy * dy;
   if (c.children) {
-    if (c.size * c.size < THETA2 * d2) {
+    if (c.size * c.size < theta2 * d2) {
       n.vx += (dx * k * c.mass) / d2;
       n.vy += (dy * k * c.mass) / d2;
       return;
     }
-    for (const child of c.children) repel(child, n, k);
+    for (const child of c.children) repel(child, n, k, theta2);
     return;
   }
   for (const p of c.points) {
@@ -109,6 +114,13 @@ function repel(c, n, k) {
   }
 }
 
+/** A stable colour index for a node's group (its kind). */
+function hueOf(group) {
+  let hash = 0;
+  for (const ch of group || "") hash = (hash * 31 + ch.charCodeAt(0)) >>> 0;
+  return hash;
+}
+
 export class GraphView {
   /** nodes: [{id, label, weight, group}], edges: [{source, target, weight}] */
   constructor(canvas, nodes, edges, { onSelect } = {}) {
@@ -117,7 +129,7 @@ export class GraphView {
     this.onSelect = onSelect || (() => {});
     this.index = new Map();
     this.nodes = nodes.map((n, i) => {
-      const node = { ...n, x: 0, y: 0, vx: 0, vy: 0, degree: 0, i };
+      const node = { ...n, x: 0, y: 0, vx: 0, vy: 0, degree: 0, i, hue: hueOf(n.group) };
       this.index.set(n.id, node);
       return node;
     });
@@ -173,7 +185,8 @@ export class GraphView {
   simulate() {
     const alpha = this.alpha;
     const root = quadtree(this.nodes);
-    for (const n of this.nodes) repel(root, n, CHARGE * alpha);
+    const theta2 = this.nodes.length > LARGE_GRAPH ? THETA2_LARGE : THETA2;
+    for (const n of this.nodes) repel(root, n, CHARGE * alpha, theta2);
     // Springs: the end with fewer links moves more, so hubs stay put and leaves gather
     // around them.
     for (const e of this.edges) {
@@ -236,10 +249,18 @@ export class GraphView {
     };
   }
 
-  groupColor(colors, group) {
-    let hash = 0;
-    for (const ch of group || "") hash = (hash * 31 + ch.charCodeAt(0)) >>> 0;
-    return colors.groups[hash % colors.groups.length];
+  groupColor(colors, node) {
+    return colors.groups[node.hue % colors.groups.length];
+  }
+
+  /** The part of the layout on screen, in layout coordinates. */
+  visibleBox() {
+    return {
+      x0: -this.offset.x / this.scale,
+      y0: -this.offset.y / this.scale,
+      x1: (this.width - this.offset.x) / this.scale,
+      y1: (this.height - this.offset.y) / this.scale,
+    };
   }
 
   toScreen(node) {
@@ -261,40 +282,69 @@ export class GraphView {
     const base = Math.max(0.06, Math.min(0.5, 6 / Math.sqrt(this.edges.length || 1)));
     ctx.lineCap = "round";
     ctx.strokeStyle = colors.edge;
+    // Edges in EDGE_BANDS weight bands, one path and one stroke per band: at 5,000 entities a
+    // stroke per edge made drawing the slowest part of a frame (bench/console_graph.py).
+    const bands = Array.from({ length: EDGE_BANDS }, () => []);
     for (const e of this.edges) {
       if (focus && (e.a === focus || e.b === focus)) continue;
       const w = (e.weight || 1) / this.maxEdge;
+      bands[Math.min(EDGE_BANDS - 1, Math.floor(w * EDGE_BANDS))].push(e);
+    }
+    bands.forEach((band, k) => {
+      if (!band.length) return;
+      const w = (k + 0.5) / EDGE_BANDS;
       ctx.globalAlpha = focus ? base * 0.4 : base * (0.6 + 0.8 * w);
       ctx.lineWidth = (0.6 + 1.6 * w) / this.scale;
       ctx.beginPath();
-      ctx.moveTo(e.a.x, e.a.y);
-      ctx.lineTo(e.b.x, e.b.y);
+      for (const e of band) {
+        ctx.moveTo(e.a.x, e.a.y);
+        ctx.lineTo(e.b.x, e.b.y);
+      }
       ctx.stroke();
-    }
+    });
     if (focus) {
       ctx.strokeStyle = colors.accent;
       ctx.globalAlpha = 0.9;
       ctx.lineWidth = 1.8 / this.scale;
+      ctx.beginPath();
       for (const e of this.edges) {
         if (e.a !== focus && e.b !== focus) continue;
-        ctx.beginPath();
         ctx.moveTo(e.a.x, e.a.y);
         ctx.lineTo(e.b.x, e.b.y);
-        ctx.stroke();
       }
+      ctx.stroke();
     }
+    // Nodes: one path per colour and dimness, only those inside the view.
+    const shrink = Math.sqrt(this.scale);
+    const view = this.visibleBox();
+    const groups = new Map();
     for (const n of this.nodes) {
-      const dim = focus && n !== focus && !near.has(n);
-      ctx.globalAlpha = dim ? 0.25 : 1;
-      ctx.fillStyle = this.groupColor(colors, n.group);
+      const r = this.radius(n) / shrink;
+      if (n.x + r < view.x0 || n.x - r > view.x1 || n.y + r < view.y0 || n.y - r > view.y1) continue;
+      const dim = Boolean(focus && n !== focus && !near.has(n));
+      const key = `${dim ? 1 : 0}${this.groupColor(colors, n)}`;
+      if (!groups.has(key)) groups.set(key, []);
+      groups.get(key).push(n);
+    }
+    for (const [key, members] of groups) {
+      ctx.globalAlpha = key[0] === "1" ? 0.25 : 1;
+      ctx.fillStyle = key.slice(1);
       ctx.beginPath();
-      ctx.arc(n.x, n.y, this.radius(n) / Math.sqrt(this.scale), 0, Math.PI * 2);
-      ctx.fill();
-      if (n === this.selected) {
-        ctx.strokeStyle = colors.accent;
-        ctx.lineWidth = 3 / this.scale;
-        ctx.stroke();
+      for (const n of members) {
+        const r = this.radius(n) / shrink;
+        ctx.moveTo(n.x + r, n.y);
+        ctx.arc(n.x, n.y, r, 0, Math.PI * 2);
       }
+      ctx.fill();
+    }
+    if (this.selected) {
+      const n = this.selected;
+      ctx.globalAlpha = 1;
+      ctx.strokeStyle = colors.accent;
+      ctx.lineWidth = 3 / this.scale;
+      ctx.beginPath();
+      ctx.arc(n.x, n.y, this.radius(n) / shrink, 0, Math.PI * 2);
+      ctx.stroke();
     }
     ctx.restore();
     this.drawLabels(colors, focus, near);

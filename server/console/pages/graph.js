@@ -5,6 +5,11 @@ import { bankPath, get } from "../api.js";
 import { GraphView } from "../graph-canvas.js";
 import { badge, card, clear, empty, errorBox, field, h, loading, when } from "../ui.js";
 
+// Links asked for at first, and at most (the route's cap): 1,000 links is ~2,000 entities,
+// which lays out in seconds; 5,000 takes longer and the page stays usable while it does.
+const DEFAULT_LIMIT = 1000;
+const MAX_LIMIT = 5000;
+
 async function entityPanel(ctx, panel, node) {
   if (!node) {
     clear(panel, h("p.muted", "Click an entity to read its facts. Drag to pan, scroll or + − to zoom, 0 to fit."));
@@ -31,7 +36,7 @@ async function entityPanel(ctx, panel, node) {
 
 export async function render(ctx) {
   const { view, bankId, params } = ctx;
-  const limit = params.get("limit") || "1000";
+  const limit = params.get("limit") || String(DEFAULT_LIMIT);
   const minCount = params.get("min_count") || "1";
   const data = await get(bankPath(bankId, "entities", "graph"), { limit, min_count: minCount }, ctx.signal);
   const head = h("div.page-head", h("h1", "Entity graph"), h("span.muted", bankId));
@@ -57,6 +62,13 @@ export async function render(ctx) {
     field("Min. shared facts", h("input", { type: "number", min: 1, value: minCount, style: "width:5em", onchange: (e) => (location.hash = ctx.href("graph", null, { limit, min_count: e.target.value })) })),
     h("button.ghost.small", { type: "button", onclick: () => (graph.fit(), graph.draw()) }, "Fit"),
     h("span.muted.small", `${data.nodes.length} of ${data.total_entities} entities · ${data.edges.length} of ${data.total_edges} links`),
+    // The strongest links first; more on request, up to the route's cap.
+    data.edges.length < data.total_edges && Number(limit) < MAX_LIMIT
+      ? h("button.ghost.small", { type: "button", onclick: () => (location.hash = ctx.href("graph", null, { limit: Math.min(MAX_LIMIT, Number(limit) * 2), min_count: minCount })) }, `Show more (up to ${Math.min(MAX_LIMIT, Number(limit) * 2).toLocaleString()} links)`)
+      : null,
+    Number(limit) > DEFAULT_LIMIT
+      ? h("button.ghost.small", { type: "button", onclick: () => (location.hash = ctx.href("graph", null, { min_count: minCount })) }, "Show fewer")
+      : null,
   );
   clear(view, head, controls, h("div.graph-layout", h("div.graph-box", canvas), panel));
   entityPanel(ctx, panel, null);
