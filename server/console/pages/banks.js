@@ -209,8 +209,8 @@ export async function render(ctx) {
           ["Bank", (b) => h("a", { href: bankHref(b.bank_id, "memories") }, b.bank_id)],
           ["Name", (b) => b.name || h("span.muted", "—"), "wide-only"],
           ["World", (b) => b.world, "num"],
-          ["Experience", (b) => b.experience, "num"],
-          ["Observations", (b) => b.observations, "num"],
+          ["Experience", (b) => b.experience, "num wide-only"],
+          ["Observations", (b) => b.observations, "num wide-only"],
           ["Entities", (b) => b.entities, "num wide-only"],
           ["Documents", (b) => b.documents, "num wide-only"],
           [
