@@ -25,6 +25,7 @@ class RetainItem:
     content: str
     timestamp: datetime
     metadata: dict[str, str]
+    document_id: str | None = None  # its own document; None: the request's
 
 
 @dataclass(frozen=True)
@@ -72,7 +73,8 @@ class EngramAPI:
     async def retain(
         self, bank_id: str, document_id: str, items: list[RetainItem], *, wait: bool
     ) -> dict[str, Any]:
-        """One request, one document; `wait=False` returns as soon as the operation is queued."""
+        """One request; items go to `document_id` unless they name their own. `wait=False`
+        returns as soon as the operation is queued."""
         body = {
             "async": not wait,
             "items": [
@@ -80,7 +82,7 @@ class EngramAPI:
                     "content": item.content,
                     "timestamp": item.timestamp.isoformat(),
                     "metadata": item.metadata,
-                    "document_id": document_id,
+                    "document_id": item.document_id or document_id,
                 }
                 for item in items
             ],

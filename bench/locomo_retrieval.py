@@ -2,12 +2,15 @@
 
 Protocol: ../shared/data/locomo/README.md. One bank per conversation; one retained item per
 turn ("<speaker>: <text>" plus " [shares <caption>]"), timestamped with its session's date,
-metadata {"dia_id", "conversation"}; each session is one request and one document. Every
+metadata {"dia_id", "conversation"}. How turns arrive is chosen by `--arrival`: `session`,
+each session one request and one document; `message`, the reference client's pattern, each
+turn its own document (id "<sample>-s<NN>-t<NNN>", in turn order), 200 turns per request,
+async; `both` fills a bank of each kind per conversation and prints them side by side. Every
 question is recalled on its own (query = the question; query_timestamp = the start of the
 conversation's last session); the first 50 results are mapped to dia_ids through their
 metadata and scored against the normalised evidence. The baselines rank the same turns.
 
-    .venv/bin/python -m bench.locomo_retrieval --conversations 1-5 --json out.json
+    .venv/bin/python -m bench.locomo_retrieval --conversations 1-5 --arrival both --json out.json
 
 Tune on conversations 1-5; report all 10.
 """
@@ -22,7 +25,7 @@ import statistics
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final
 
@@ -54,6 +57,11 @@ from engine.bm25 import BM25Params
 from engine.embedding import MiniLMEmbedder
 
 ENGRAM: Final = "engram"
+ARRIVALS: Final = ("session", "message")
+# The reference client sends a conversation's messages 200 to a request.
+MESSAGES_PER_REQUEST: Final = 200
+# Banks of the message arrival: bank id = prefix + this + sample_id.
+MESSAGE_BANK_INFIX: Final = "msg-"
 BM25_PLAIN: Final = "bm25 k1=1.5 b=0.75"
 BM25_DATED: Final = "bm25+date k1=0.9 b=0.4"
 DENSE: Final = "dense minilm"
@@ -65,6 +73,7 @@ _DIA_ID_SPLIT: Final = re.compile(r"[,;\s]+")
 
 @dataclass
 class IngestStats:
+    arrival: str
     mode: str
     concurrency: int
     sessions: int
@@ -122,6 +131,40 @@ def document_id_of(conversation: Conversation, session: Session) -> str:
     return f"{conversation.sample_id}-session-{session.number}"
 
 
+def message_items(conversation: Conversation) -> list[RetainItem]:
+    """Every turn of the conversation as its own document, in order."""
+    return [
+        replace(
+            item,
+            document_id=f"{conversation.sample_id}-s{session.number:02d}-t{index:03d}",
+        )
+        for session in conversation.sessions
+        for index, item in enumerate(session_items(conversation, session), start=1)
+    ]
+
+
+def requests_of(conversation: Conversation, arrival: str) -> list[tuple[str, list[RetainItem]]]:
+    """(request document id, items) of each retain request for the conversation."""
+    if arrival == "session":
+        return [
+            (document_id_of(conversation, s), session_items(conversation, s))
+            for s in conversation.sessions
+        ]
+    items = message_items(conversation)
+    return [
+        (f"{conversation.sample_id}-batch-{start}", items[start : start + MESSAGES_PER_REQUEST])
+        for start in range(0, len(items), MESSAGES_PER_REQUEST)
+    ]
+
+
+def system_of(arrival: str, arrivals: Sequence[str]) -> str:
+    return ENGRAM if len(arrivals) == 1 else f"{ENGRAM}, {arrival} documents"
+
+
+def prefix_of(prefix: str, arrival: str) -> str:
+    return prefix if arrival == "session" else prefix + MESSAGE_BANK_INFIX
+
+
 async def ingest(
     api: EngramAPI,
     conversations: Sequence[Conversation],
@@ -129,37 +172,36 @@ async def ingest(
     *,
     mode: str,
     concurrency: int,
+    arrival: str = "session",
 ) -> IngestStats:
-    """Retain every session, in order, one request each; returns the wall time of it all.
+    """Retain every conversation, in order, as `arrival` says (`requests_of`); returns the
+    wall time of it all.
 
     `sync`: requests that wait for their facts, `concurrency` in flight, started in order.
     `async`: queue every request (`concurrency` submissions in flight), then poll the
     operations until all have completed.
     """
-    jobs = [(c, s) for c in conversations for s in c.sessions]
+    jobs = [(c, *request) for c in conversations for request in requests_of(c, arrival)]
     slots = asyncio.Semaphore(concurrency)
 
-    async def send(conversation: Conversation, session: Session, wait: bool) -> str:
+    async def send(
+        conversation: Conversation, document_id: str, items: list[RetainItem], wait: bool
+    ) -> str:
         async with slots:
-            body = await api.retain(
-                bank_id_of(prefix, conversation),
-                document_id_of(conversation, session),
-                session_items(conversation, session),
-                wait=wait,
-            )
+            body = await api.retain(bank_id_of(prefix, conversation), document_id, items, wait=wait)
         return str(body["operation_id"])
 
     started = time.perf_counter()
     if mode == "sync":
-        await asyncio.gather(*(send(c, s, True) for c, s in jobs))
+        await asyncio.gather(*(send(c, d, items, True) for c, d, items in jobs))
     else:
-        operation_ids = await asyncio.gather(*(send(c, s, False) for c, s in jobs))
+        operation_ids = await asyncio.gather(*(send(c, d, items, False) for c, d, items in jobs))
         await api.wait_operations(
-            [(bank_id_of(prefix, c), op) for (c, _), op in zip(jobs, operation_ids, strict=True)]
+            [(bank_id_of(prefix, c), op) for (c, _, _), op in zip(jobs, operation_ids, strict=True)]
         )
     seconds = time.perf_counter() - started
-    turns = sum(len(s.turns) for _, s in jobs)
-    return IngestStats(mode, concurrency, len(jobs), turns, seconds)
+    turns = sum(len(items) for _, _, items in jobs)
+    return IngestStats(arrival, mode, concurrency, len(jobs), turns, seconds)
 
 
 def dia_ids_of(result: dict[str, Any]) -> list[str]:
@@ -200,6 +242,7 @@ async def recall_engram(
     *,
     max_tokens: int,
     budget: str,
+    system: str = ENGRAM,
 ) -> EngramRun | None:
     """Recall every question, one request at a time; None when the server has no recall."""
     first = conversations[0]
@@ -234,7 +277,7 @@ async def recall_engram(
                 found = dia_ids_of(result)
                 run.results_without_dia_id += not found
                 ids.extend(found)
-            outcomes[(conversation.sample_id, index)].ranked[ENGRAM] = first_occurrences(ids)
+            outcomes[(conversation.sample_id, index)].ranked[system] = first_occurrences(ids)
     return run
 
 
@@ -341,6 +384,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--skip-ingest", action="store_true", help="query the banks a previous run filled"
     )
+    parser.add_argument(
+        "--arrival",
+        choices=(*ARRIVALS, "both"),
+        default="session",
+        help="one document per session, per message, or both side by side",
+    )
     parser.add_argument("--ingest-mode", choices=("sync", "async"), default="async")
     parser.add_argument(
         "--ingest-concurrency", type=int, default=8, help="retain requests in flight"
@@ -363,56 +412,79 @@ async def run_engram(
     conversations: Sequence[Conversation],
     outcomes: dict[tuple[str, int], QuestionOutcome],
     report: dict[str, Any],
-) -> EngramRun | None:
+) -> dict[str, EngramRun]:
+    """Ingest (unless skipped) and recall for each arrival asked for: system name -> run;
+    empty when the server has no recall."""
+    arrivals = ARRIVALS if args.arrival == "both" else (args.arrival,)
     timeout = httpx.Timeout(900.0, connect=10.0)
+    runs: dict[str, EngramRun] = {}
     async with httpx.AsyncClient(base_url=args.url, timeout=timeout) as client:
         api = EngramAPI(client)
         await api.ready()
-        if not args.skip_ingest:
-            if not args.reuse:
-                for conversation in conversations:
-                    await api.reset_bank(bank_id_of(args.bank_prefix, conversation))
-            stats = await ingest(
-                api,
-                conversations,
-                args.bank_prefix,
-                mode=args.ingest_mode,
-                concurrency=args.ingest_concurrency,
-            )
-            print(
-                f"ingest ({stats.mode}, {stats.concurrency} in flight): {stats.turns} turns in "
-                f"{stats.sessions} requests, {stats.seconds:.1f} s wall, "
-                f"{stats.turns_per_second:.1f} turns/s"
-            )
-            report["ingest"] = {**asdict(stats), "turns_per_second": stats.turns_per_second}
-        for conversation in conversations:
-            if not await api.bank_exists(bank_id_of(args.bank_prefix, conversation)):
-                raise BenchError(
-                    f"bank {bank_id_of(args.bank_prefix, conversation)} does not exist: "
-                    "run without --skip-ingest first"
-                )
-        checks = [await check_bank(api, bank_id_of(args.bank_prefix, c), c) for c in conversations]
-        facts = sum(c.facts for c in checks)
-        covered = sum(c.turns_with_facts for c in checks)
-        turns = sum(c.turns for c in checks)
-        print(
-            f"banks: {facts} facts, {covered}/{turns} turns traced by dia_id, "
-            f"{sum(c.facts_without_dia_id for c in checks)} facts without one; "
-            f"{sum(c.gold_ids_without_facts for c in checks)}/{sum(c.gold_ids for c in checks)} "
-            "evidence turns have no fact"
-        )
-        report["banks"] = [asdict(c) for c in checks]
-        run = await recall_engram(
+        for arrival in arrivals:
+            run = await run_arrival(api, args, arrival, conversations, outcomes, report)
+            if run is None:
+                print("Engram has no recall endpoint yet: reporting the baselines only")
+                return {}
+            runs[system_of(arrival, arrivals)] = run
+    return runs
+
+
+async def run_arrival(
+    api: EngramAPI,
+    args: argparse.Namespace,
+    arrival: str,
+    conversations: Sequence[Conversation],
+    outcomes: dict[tuple[str, int], QuestionOutcome],
+    report: dict[str, Any],
+) -> EngramRun | None:
+    prefix = prefix_of(args.bank_prefix, arrival)
+    arrivals = ARRIVALS if args.arrival == "both" else (args.arrival,)
+    entry: dict[str, Any] = report.setdefault("arrivals", {}).setdefault(arrival, {})
+    if not args.skip_ingest:
+        if not args.reuse:
+            for conversation in conversations:
+                await api.reset_bank(bank_id_of(prefix, conversation))
+        stats = await ingest(
             api,
             conversations,
-            args.bank_prefix,
-            outcomes,
-            max_tokens=args.max_tokens,
-            budget=args.budget,
+            prefix,
+            mode=args.ingest_mode,
+            concurrency=args.ingest_concurrency,
+            arrival=arrival,
         )
-        if run is None:
-            print("Engram has no recall endpoint yet: reporting the baselines only")
-        return run
+        print(
+            f"ingest, {arrival} documents ({stats.mode}, {stats.concurrency} in flight): "
+            f"{stats.turns} turns in {stats.sessions} requests, {stats.seconds:.1f} s wall, "
+            f"{stats.turns_per_second:.1f} turns/s"
+        )
+        entry["ingest"] = {**asdict(stats), "turns_per_second": stats.turns_per_second}
+    for conversation in conversations:
+        if not await api.bank_exists(bank_id_of(prefix, conversation)):
+            raise BenchError(
+                f"bank {bank_id_of(prefix, conversation)} does not exist: "
+                "run without --skip-ingest first"
+            )
+    checks = [await check_bank(api, bank_id_of(prefix, c), c) for c in conversations]
+    facts = sum(c.facts for c in checks)
+    covered = sum(c.turns_with_facts for c in checks)
+    turns = sum(c.turns for c in checks)
+    print(
+        f"banks, {arrival} documents: {facts} facts, {covered}/{turns} turns traced by dia_id, "
+        f"{sum(c.facts_without_dia_id for c in checks)} facts without one; "
+        f"{sum(c.gold_ids_without_facts for c in checks)}/{sum(c.gold_ids for c in checks)} "
+        "evidence turns have no fact"
+    )
+    entry["banks"] = [asdict(c) for c in checks]
+    return await recall_engram(
+        api,
+        conversations,
+        prefix,
+        outcomes,
+        max_tokens=args.max_tokens,
+        budget=args.budget,
+        system=system_of(arrival, arrivals),
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -450,20 +522,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     systems: list[str] = []
     if not args.no_engram:
         try:
-            run = asyncio.run(run_engram(args, conversations, outcomes, report))
+            runs = asyncio.run(run_engram(args, conversations, outcomes, report))
         except (BenchError, httpx.HTTPError) as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 1
-        if run is not None:
-            systems.append(ENGRAM)
+        for system, run in runs.items():
+            systems.append(system)
             p50, p95 = percentile(run.latencies, 50), percentile(run.latencies, 95)
             mean = statistics.fmean(run.latencies)
             print(
-                f"recall latency (client-side, sequential, {len(run.latencies)} queries): "
-                f"p50 {p50 * 1000:.1f} ms, p95 {p95 * 1000:.1f} ms, mean {mean * 1000:.1f} ms; "
+                f"{system} recall latency (client-side, sequential, {len(run.latencies)} "
+                f"queries): p50 {p50 * 1000:.1f} ms, p95 {p95 * 1000:.1f} ms, "
+                f"mean {mean * 1000:.1f} ms; "
                 f"{run.results_without_dia_id}/{run.results_total} results without a dia_id"
             )
-            report["latency_ms"] = {"p50": p50 * 1000, "p95": p95 * 1000, "mean": mean * 1000}
+            report.setdefault("latency_ms", {})[system] = {
+                "p50": p50 * 1000,
+                "p95": p95 * 1000,
+                "mean": mean * 1000,
+            }
     baseline_seconds = run_baselines(conversations, outcomes, dense=not args.no_dense)
     systems.extend(baseline_seconds)
     report["baseline_seconds"] = baseline_seconds

@@ -57,6 +57,7 @@ from engine.recall.types import (
     Scores,
     TimeWindow,
 )
+from engine.recall.window import window_first
 from engine.settings import Settings
 
 
@@ -324,7 +325,7 @@ class RecallEngine:
         """CPU stage (thread pool): rerank, combine, floor, diversify."""
         started = time.perf_counter()
         if not rows:
-            return Ranked([], 0.0, 0, 0, 0)
+            return Ranked([], 0.0, 0, 0, 0, 0)
         config = self._config
         reranked = (
             self._reranker.score(request.query, vectors.tokens, rows)
@@ -367,7 +368,8 @@ class RecallEngine:
                 [finals[i] for i in by_final], embeddings[by_final], config.mmr_lambda
             )
         ]
-        memories = current_first(
+        # An explicit window outranks every score (engine/recall/window.py).
+        in_window, moved_by_window = window_first(
             [
                 RecalledMemory(
                     rows[i],
@@ -384,12 +386,16 @@ class RecallEngine:
                 )
                 for i in order
             ],
-            request.as_of or reference,
+            lambda m: m.row,
+            window,
         )
+        memories = current_first(in_window, request.as_of or reference)
         moved_by_rerank = sum(1 for pos, i in enumerate(by_final) if i != keep[pos])
         moved_by_mmr = sum(1 for a, b in zip(order, by_final, strict=True) if a != b)
         elapsed = (time.perf_counter() - started) * 1000
-        return Ranked(memories, elapsed, len(rows) - len(keep), moved_by_rerank, moved_by_mmr)
+        return Ranked(
+            memories, elapsed, len(rows) - len(keep), moved_by_rerank, moved_by_mmr, moved_by_window
+        )
 
     async def _fill(
         self, request: RecallRequest, memories: list[RecalledMemory]

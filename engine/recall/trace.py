@@ -17,6 +17,7 @@ from engine.recall.types import (
     RecallRequest,
     TimeWindow,
 )
+from engine.recall.window import placement
 
 TRACE_TOP = 20  # hits per arm and fused candidates listed in a trace
 
@@ -62,6 +63,10 @@ def build_trace(
             "end": window.end.isoformat(),
             "expression": text.expression if request.temporal_window is None else "",
             "source": "request" if request.temporal_window is not None else "query",
+            # Facts inside rank first, undated next, outside last (engine/recall/window.py).
+            "rule": "inside first, then undated, then outside",
+            "moved": ranked.moved_by_window,
+            "results": [{"id": m.row.id, "placement": placement(m.row, window)} for m in kept],
         },
         "arms": arm_trace,
         "fusion": {

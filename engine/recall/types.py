@@ -57,7 +57,8 @@ class RecallRequest:
     budget: Budget = "mid"
     max_tokens: int = 4096
     query_timestamp: datetime | None = None  # the "now" of relative dates; None: now
-    temporal_window: TimeWindow | None = None  # a ranking hint, not a filter
+    # Not a filter: facts inside it are ranked first (engine/recall/window.py).
+    temporal_window: TimeWindow | None = None
     tags: tuple[str, ...] = ()
     tags_match: TagsMatch = "any"
     include_entities: bool = True
@@ -202,3 +203,4 @@ class Ranked:
     dropped_by_floor: int
     moved_by_rerank: int
     moved_by_mmr: int
+    moved_by_window: int  # positions changed by putting the window's facts first

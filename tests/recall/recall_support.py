@@ -97,11 +97,39 @@ OBSERVED_ITEMS = [
 ]
 
 
+# Alice's activities in four months of 2024: an explicit window must put March and April first
+# for "last spring" asked in January 2025, whatever the reranker prefers (the December fact
+# shares the question's words).
+WINDOW_ITEMS = [
+    {
+        "content": "Alice took a pottery class on Saturdays.",
+        "document_id": "alice-march",
+        "timestamp": "2024-03-16T10:00:00Z",
+    },
+    {
+        "content": "Alice ran a half marathon by the river.",
+        "document_id": "alice-april",
+        "timestamp": "2024-04-21T10:00:00Z",
+    },
+    {
+        "content": "Alice went hiking in the mountains.",
+        "document_id": "alice-october",
+        "timestamp": "2024-10-12T10:00:00Z",
+    },
+    {
+        "content": "What Alice did in her free time was volunteer at the food bank.",
+        "document_id": "alice-december",
+        "timestamp": "2024-12-14T10:00:00Z",
+    },
+]
+
+
 @dataclass(frozen=True)
 class Banks:
     main: str
     cjk: str
     observed: str  # facts an observation is added to by the test that needs one
+    window: str  # WINDOW_ITEMS
     ids: dict[str, str]  # document id -> the id of its (only) fact
 
 
