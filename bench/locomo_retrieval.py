@@ -2,13 +2,14 @@
 
 Protocol: ../shared/data/locomo/README.md. One bank per conversation; one retained item per
 turn ("<speaker>: <text>" plus " [shares <caption>]"), timestamped with its session's date,
-metadata {"dia_id", "conversation"}. How turns arrive is chosen by `--arrival`: `session`,
-each session one request and one document; `message`, the reference client's pattern, each
-turn its own document (id "<sample>-s<NN>-t<NNN>", in turn order), 200 turns per request,
-async; `both` fills a bank of each kind per conversation and prints them side by side. Every
-question is recalled on its own (query = the question; query_timestamp = the start of the
-conversation's last session); the first 50 results are mapped to dia_ids through their
-metadata and scored against the normalised evidence. The baselines rank the same turns.
+metadata {"dia_id", "conversation"}. How turns arrive is chosen by `--arrival` (requests of
+up to 200 turns, async, as the reference client sends them): `session`, each session one
+document (whole sessions to a request); `message`, the reference client's pattern, each turn
+its own document (id "<sample>-s<NN>-t<NNN>", in turn order); `both` fills a bank of each
+kind per conversation and prints them side by side. Every question is recalled on its own
+(query = the question; query_timestamp = the start of the conversation's last session); the
+first 50 results are mapped to dia_ids through their metadata and scored against the
+normalised evidence. The baselines rank the same turns.
 
     .venv/bin/python -m bench.locomo_retrieval --conversations 1-5 --arrival both --json out.json
 
@@ -144,17 +145,24 @@ def message_items(conversation: Conversation) -> list[RetainItem]:
 
 
 def requests_of(conversation: Conversation, arrival: str) -> list[tuple[str, list[RetainItem]]]:
-    """(request document id, items) of each retain request for the conversation."""
-    if arrival == "session":
+    """(request document id, items) of each retain request for the conversation: up to 200
+    items a request, as the reference client sends them. `session` never splits a session
+    (a later request naming the same document would replace it)."""
+    if arrival == "message":
+        items = message_items(conversation)
         return [
-            (document_id_of(conversation, s), session_items(conversation, s))
-            for s in conversation.sessions
+            (f"{conversation.sample_id}-batch-{start}", items[start : start + MESSAGES_PER_REQUEST])
+            for start in range(0, len(items), MESSAGES_PER_REQUEST)
         ]
-    items = message_items(conversation)
-    return [
-        (f"{conversation.sample_id}-batch-{start}", items[start : start + MESSAGES_PER_REQUEST])
-        for start in range(0, len(items), MESSAGES_PER_REQUEST)
-    ]
+    requests: list[tuple[str, list[RetainItem]]] = []
+    for session in conversation.sessions:
+        document_id = document_id_of(conversation, session)
+        items = [replace(i, document_id=document_id) for i in session_items(conversation, session)]
+        if requests and len(requests[-1][1]) + len(items) <= MESSAGES_PER_REQUEST:
+            requests[-1][1].extend(items)
+        else:
+            requests.append((document_id, items))
+    return requests
 
 
 def system_of(arrival: str, arrivals: Sequence[str]) -> str:

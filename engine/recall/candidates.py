@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import asyncpg
 import numpy as np
 
 from engine.db import Connection, Pool
+from engine.recall.context import NEIGHBOURS_SQL
 from engine.recall.token_cache import TokenVectorCache
 from engine.recall.types import BlobCounts, CandidateRow
 
@@ -29,27 +30,6 @@ CROSS JOIN LATERAL (
     WHERE $3 AND ue.unit_id = m.id
 ) n
 WHERE m.bank_id = $1 AND m.id = ANY($2::uuid[])
-"""
-
-# Each candidate's `$3` nearest facts in its document: its own chunk first, then the chunks up
-# to `$4` positions before and after it (the turn before a fact often says what it answers),
-# nearest chunk first, then nearest position in the chunk.
-_NEIGHBOURS = """
-WITH c AS (
-    SELECT m.id, m.document_id, ch.chunk_index, coalesce(m.source_start, 0) AS at
-    FROM memory_units m
-    JOIN chunks ch ON ch.bank_id = m.bank_id AND ch.chunk_id = m.chunk_id
-    WHERE m.bank_id = $1 AND m.id = ANY($2::uuid[])
-)
-SELECT c.id::text AS for_id, n.id::text AS neighbour_id, n.updated_at AS version
-FROM c CROSS JOIN LATERAL (
-    SELECT s.id, s.updated_at FROM chunks near
-    JOIN memory_units s ON s.bank_id = $1 AND s.chunk_id = near.chunk_id
-    WHERE near.bank_id = $1 AND near.document_id = c.document_id
-      AND near.chunk_index BETWEEN c.chunk_index - $4 AND c.chunk_index + $4 AND s.id <> c.id
-    ORDER BY abs(near.chunk_index - c.chunk_index), abs(coalesce(s.source_start, 0) - c.at), s.id
-    LIMIT $3
-) n
 """
 
 # Token vectors are read last, once per fact, and only those the cache lacks.
@@ -87,12 +67,15 @@ async def fetch_rows(
     entities: bool,
     neighbours: int = 0,
     neighbour_chunks: int = 0,
+    conversation_gap: timedelta = timedelta(0),
+    conversation_scan: int = 0,
     cache: TokenVectorCache | None = None,
     counts: BlobCounts | None = None,
 ) -> list[CandidateRow]:
     """The rows of `ids`, in the order given (ids that vanished meanwhile are left out), with
-    the token vectors of up to `neighbours` facts around each in its document (its chunk, then
-    up to `neighbour_chunks` chunks on either side).
+    the token vectors of up to `neighbours` facts around each in its conversation, at most
+    `neighbour_chunks` chunks away on its timeline (engine/recall/context.py: other documents
+    count within `conversation_gap`, `conversation_scan` of them read per side).
 
     Three reads at once, on three connections: the rows, the neighbours, and the token vectors
     of the candidates `cache` holds in no version. Then one more for the token vectors of the
@@ -102,7 +85,18 @@ async def fetch_rows(
     counts = counts if counts is not None else BlobCounts()
     reads = [_fetch(pool, _ROWS, bank_id, ids, entities)]
     if token_vectors and neighbours > 0:
-        reads.append(_fetch(pool, _NEIGHBOURS, bank_id, ids, neighbours, neighbour_chunks))
+        reads.append(
+            _fetch(
+                pool,
+                NEIGHBOURS_SQL,
+                bank_id,
+                ids,
+                neighbours,
+                neighbour_chunks,
+                conversation_gap,
+                conversation_scan,
+            )
+        )
     unknown = [i for i in ids if cache is None or i not in cache] if token_vectors else []
     early = (
         asyncio.ensure_future(_fetch(pool, _TOKEN_VECTORS, bank_id, unknown)) if unknown else None

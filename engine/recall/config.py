@@ -36,6 +36,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import timedelta
 from types import MappingProxyType
 
 from engine.errors import ConfigurationError
@@ -114,6 +115,13 @@ class RecallConfig:
     context_weight: float = 0.4
     context_neighbours: int = 8
     context_chunks: int = 2
+    # The chunks are counted on the conversation's timeline, across documents
+    # (engine/recall/context.py): a conversation sent one document per message gets the
+    # context it gets as one document. Other documents join within this gap of a fact's time
+    # (a pause longer than this starts a new context), at most `context_scan` facts of them
+    # read on either side per candidate.
+    context_gap: timedelta = timedelta(hours=1)
+    context_scan: int = 256
     # Boosts added to the normalised base score, each term in [0, 1].
     recency_weight: float = 0.0
     recency_half_life_days: float = 180.0

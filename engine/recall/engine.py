@@ -177,6 +177,8 @@ class RecallEngine:
             entities=request.include_entities,
             neighbours=neighbours,
             neighbour_chunks=config.context_chunks,
+            conversation_gap=config.context_gap,
+            conversation_scan=config.context_scan,
             cache=self._token_cache,
             counts=blobs,
         )

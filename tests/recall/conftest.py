@@ -25,6 +25,7 @@ from recall.recall_support import (
     Banks,
     corpus,
     recall_app,
+    thread_items,
 )
 from server.services import Services
 from worker.main import WorkerServices, build_worker
@@ -68,6 +69,8 @@ async def banks(
     main, cjk = f"recall-{uuid.uuid4().hex[:8]}", f"recall-cjk-{uuid.uuid4().hex[:8]}"
     observed = f"recall-obs-{uuid.uuid4().hex[:8]}"
     window = f"recall-window-{uuid.uuid4().hex[:8]}"
+    by_conversation = f"recall-conv-{uuid.uuid4().hex[:8]}"
+    by_message = f"recall-msg-{uuid.uuid4().hex[:8]}"
     transport = httpx.ASGITransport(app=application)
     async with running, httpx.AsyncClient(transport=transport, base_url="http://t") as client:
         await _retain(client, main, corpus())
@@ -76,6 +79,8 @@ async def banks(
         await _retain(client, cjk, CJK_ITEMS)
         await _retain(client, observed, OBSERVED_ITEMS)
         await _retain(client, window, WINDOW_ITEMS)
+        await _retain(client, by_conversation, thread_items(per_message=False))
+        await _retain(client, by_message, thread_items(per_message=True))
         facts = []
         for bank in (main, observed, window):
             listed = await client.get(f"{BASE}/{bank}/memories/list", params={"limit": "1000"})
@@ -84,7 +89,7 @@ async def banks(
     for fact in facts:
         assert fact["document_id"] not in ids, f"one fact per item expected: {fact}"
         ids[fact["document_id"]] = fact["id"]
-    return Banks(main, cjk, observed, window, ids)
+    return Banks(main, cjk, observed, window, by_conversation, by_message, ids)
 
 
 @pytest.fixture

@@ -124,12 +124,46 @@ WINDOW_ITEMS = [
 ]
 
 
+# Two conversations told at the same moment: each turn's answer is in the next turn, which
+# only the reranker's context joins to it. Retained once as one document per conversation and
+# once as one document per message, they must rank alike (engine/recall/context.py).
+_THREADS = {
+    "wed": [
+        "Maya: How long have you and Tom been married?",
+        "Lina: Seven years already, and every one of them a joy!",
+        "Maya: Did you two go anywhere for the anniversary?",
+        "Lina: We spent a week sailing around the Azores.",
+    ],
+    "job": [
+        "Omar: Which city did the new job take you to?",
+        "Rita: Rotterdam, right by the old harbour.",
+    ],
+}
+
+
+def thread_items(per_message: bool) -> list[dict[str, Any]]:
+    """The two conversations, every turn at 18:00 on 2 May 2024, as one document per
+    conversation or one per message (ids that sort in message order)."""
+    return [
+        {
+            "content": text,
+            "timestamp": "2024-05-02T18:00:00Z",
+            "metadata": {"conversation": thread},
+            "document_id": f"{thread}-{n}" if per_message else thread,
+        }
+        for thread, turns in _THREADS.items()
+        for n, text in enumerate(turns)
+    ]
+
+
 @dataclass(frozen=True)
 class Banks:
     main: str
     cjk: str
     observed: str  # facts an observation is added to by the test that needs one
     window: str  # WINDOW_ITEMS
+    by_conversation: str  # thread_items(per_message=False)
+    by_message: str  # thread_items(per_message=True)
     ids: dict[str, str]  # document id -> the id of its (only) fact
 
 
