@@ -39,7 +39,8 @@ async def test_a_conversation_gets_the_same_context_whichever_way_it_was_sent(
 ) -> None:
     whole = await neighbours_by_text(recall_pool, banks.by_conversation)
     split = await neighbours_by_text(recall_pool, banks.by_message)
-    assert split == whole
+    # The context is a union of token sets: which facts, not their order among equals.
+    assert {t: sorted(n) for t, n in split.items()} == {t: sorted(n) for t, n in whole.items()}
     answer = next(t for t in split if "Seven years" in t)
     # The turns just before and after the answer come first (one step away each); never the
     # other conversation told at the same moment.
