@@ -50,8 +50,8 @@ class Reranker(Protocol):
 
 class MaxSimReranker:
     """Late interaction over the token vectors stored with each fact, blended with the same
-    score over the fact *in its context* (its tokens plus those of its nearest neighbours in
-    the chunk it came from):
+    score over the fact *in its context* (its tokens plus those of the facts told just before
+    and after it in its conversation, engine/recall/context.py):
         score(d) = (1 − ρ) · maxsim(q, d) + ρ · maxsim(q, d ∪ neighbours(d))
     A fact extracted from a conversation often says "They love learning about animals": its
     neighbours say who "they" are. Measured (LoCoMo conv 1-5, recall@10, the rest of the
