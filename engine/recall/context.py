@@ -44,7 +44,10 @@ def _thread(alias: str) -> str:
 
 
 # $1 bank, $2 candidate ids, $3 neighbours per candidate, $4 timeline steps either side,
-# $5 gap (interval), $6 facts of other documents scanned per side.
+# $5 gap (interval), $6 facts scanned per side of a moment.
+# The timeline is built once per distinct moment and conversation among the candidates (`g`),
+# not once per candidate: LoCoMo's 80 candidates of a recall share ~15 sessions. A candidate on
+# no timeline (no timestamp, or left out by the scan bound) gets its own document's chunks.
 NEIGHBOURS_SQL: Final = f"""
 WITH c AS MATERIALIZED (
     SELECT m.id, m.document_id, ch.chunk_index, coalesce(m.source_start, 0) AS at,
@@ -52,44 +55,57 @@ WITH c AS MATERIALIZED (
     FROM memory_units m
     JOIN chunks ch ON ch.bank_id = m.bank_id AND ch.chunk_id = m.chunk_id
     WHERE m.bank_id = $1 AND m.id = ANY($2::uuid[])
+), g AS MATERIALIZED (
+    SELECT row_number() OVER () AS gid, k.*
+    FROM (SELECT DISTINCT mentioned_at, context, tags, thread FROM c
+          WHERE mentioned_at IS NOT NULL) k
+), line AS MATERIALIZED (
+    SELECT g.gid, s.id, s.updated_at, coalesce(s.source_start, 0) AS at,
+           dense_rank() OVER (
+               PARTITION BY g.gid ORDER BY s.mentioned_at, s.document_id, near.chunk_index
+           ) AS pos
+    FROM g CROSS JOIN LATERAL (
+        (SELECT b.id FROM memory_units b
+         WHERE b.bank_id = $1 AND b.mentioned_at <= g.mentioned_at
+           AND b.mentioned_at >= g.mentioned_at - $5::interval AND b.chunk_id IS NOT NULL
+           AND b.context = g.context AND b.tags = g.tags
+           AND {_thread("b")} IS NOT DISTINCT FROM g.thread
+         ORDER BY b.mentioned_at DESC LIMIT $6)
+        UNION ALL
+        (SELECT a.id FROM memory_units a
+         WHERE a.bank_id = $1 AND a.mentioned_at > g.mentioned_at
+           AND a.mentioned_at <= g.mentioned_at + $5::interval AND a.chunk_id IS NOT NULL
+           AND a.context = g.context AND a.tags = g.tags
+           AND {_thread("a")} IS NOT DISTINCT FROM g.thread
+         ORDER BY a.mentioned_at LIMIT $6)
+    ) found
+    JOIN memory_units s ON s.id = found.id
+    JOIN chunks near ON near.bank_id = $1 AND near.chunk_id = s.chunk_id
+), placed AS MATERIALIZED (
+    SELECT c.id, l.gid, l.pos
+    FROM c
+    JOIN g ON (g.mentioned_at, g.context, g.tags, g.thread)
+              IS NOT DISTINCT FROM (c.mentioned_at, c.context, c.tags, c.thread)
+    JOIN line l ON l.gid = g.gid AND l.id = c.id
 )
-SELECT c.id::text AS for_id, n.id::text AS neighbour_id, n.updated_at AS version
+SELECT for_id, neighbour_id, version FROM (
+    SELECT c.id::text AS for_id, l.id::text AS neighbour_id, l.updated_at AS version,
+           row_number() OVER (
+               PARTITION BY c.id ORDER BY abs(l.pos - p.pos), abs(l.at - c.at), l.id
+           ) AS k
+    FROM c JOIN placed p ON p.id = c.id JOIN line l ON l.gid = p.gid
+    WHERE l.id <> c.id AND abs(l.pos - p.pos) <= $4
+) on_line
+WHERE k <= $3
+UNION ALL
+SELECT c.id::text, n.id::text, n.updated_at
 FROM c CROSS JOIN LATERAL (
-    SELECT placed.id, placed.updated_at FROM (
-        SELECT line.*, max(CASE WHEN line.id = c.id THEN line.pos END) OVER () AS own
-        FROM (
-            SELECT s.id, s.updated_at, coalesce(s.source_start, 0) AS at,
-                   dense_rank() OVER (
-                       ORDER BY s.mentioned_at, s.document_id, near.chunk_index
-                   ) AS pos
-            FROM (
-                SELECT d.id FROM chunks dc
-                JOIN memory_units d ON d.bank_id = $1 AND d.chunk_id = dc.chunk_id
-                WHERE dc.bank_id = $1 AND dc.document_id = c.document_id
-                  AND dc.chunk_index BETWEEN c.chunk_index - $4 AND c.chunk_index + $4
-                UNION ALL
-                (SELECT b.id FROM memory_units b
-                 WHERE b.bank_id = $1 AND b.mentioned_at <= c.mentioned_at
-                   AND b.mentioned_at >= c.mentioned_at - $5::interval
-                   AND b.document_id <> c.document_id AND b.chunk_id IS NOT NULL
-                   AND b.context = c.context AND b.tags = c.tags
-                   AND {_thread("b")} IS NOT DISTINCT FROM c.thread
-                 ORDER BY b.mentioned_at DESC LIMIT $6)
-                UNION ALL
-                (SELECT a.id FROM memory_units a
-                 WHERE a.bank_id = $1 AND a.mentioned_at > c.mentioned_at
-                   AND a.mentioned_at <= c.mentioned_at + $5::interval
-                   AND a.document_id <> c.document_id AND a.chunk_id IS NOT NULL
-                   AND a.context = c.context AND a.tags = c.tags
-                   AND {_thread("a")} IS NOT DISTINCT FROM c.thread
-                 ORDER BY a.mentioned_at LIMIT $6)
-            ) found
-            JOIN memory_units s ON s.id = found.id
-            JOIN chunks near ON near.bank_id = $1 AND near.chunk_id = s.chunk_id
-        ) line
-    ) placed
-    WHERE placed.id <> c.id AND abs(placed.pos - placed.own) <= $4
-    ORDER BY abs(placed.pos - placed.own), abs(placed.at - c.at), placed.id
+    SELECT s.id, s.updated_at FROM chunks near
+    JOIN memory_units s ON s.bank_id = $1 AND s.chunk_id = near.chunk_id
+    WHERE near.bank_id = $1 AND near.document_id = c.document_id
+      AND near.chunk_index BETWEEN c.chunk_index - $4 AND c.chunk_index + $4 AND s.id <> c.id
+    ORDER BY abs(near.chunk_index - c.chunk_index), abs(coalesce(s.source_start, 0) - c.at), s.id
     LIMIT $3
 ) n
+WHERE NOT EXISTS (SELECT 1 FROM placed p WHERE p.id = c.id)
 """
