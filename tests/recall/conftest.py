@@ -17,7 +17,15 @@ from temporalio.testing import WorkflowEnvironment
 from engine.db import Pool, create_pool, migrate
 from engine.embedding import Embedder
 from engram.postgres import EmbeddedPostgres
-from recall.recall_support import BASE, CJK_ITEMS, OBSERVED_ITEMS, Banks, corpus, recall_app
+from recall.recall_support import (
+    BASE,
+    CJK_ITEMS,
+    OBSERVED_ITEMS,
+    Banks,
+    corpus,
+    depth_items,
+    recall_app,
+)
 from server.services import Services
 from worker.main import WorkerServices, build_worker
 from worker.metrics import ActivityMetrics, MetricsInterceptor
@@ -59,6 +67,7 @@ async def banks(
     )
     main, cjk = f"recall-{uuid.uuid4().hex[:8]}", f"recall-cjk-{uuid.uuid4().hex[:8]}"
     observed = f"recall-obs-{uuid.uuid4().hex[:8]}"
+    depth = f"recall-depth-{uuid.uuid4().hex[:8]}"
     transport = httpx.ASGITransport(app=application)
     async with running, httpx.AsyncClient(transport=transport, base_url="http://t") as client:
         await _retain(client, main, corpus())
@@ -66,15 +75,16 @@ async def banks(
         assert put.status_code == 200, put.text
         await _retain(client, cjk, CJK_ITEMS)
         await _retain(client, observed, OBSERVED_ITEMS)
+        await _retain(client, depth, depth_items())
         facts = []
-        for bank in (main, observed):
+        for bank in (main, observed, depth):
             listed = await client.get(f"{BASE}/{bank}/memories/list", params={"limit": "1000"})
             facts += listed.json()["items"]
     ids: dict[str, str] = {}
     for fact in facts:
         assert fact["document_id"] not in ids, f"one fact per item expected: {fact}"
         ids[fact["document_id"]] = fact["id"]
-    return Banks(main, cjk, observed, ids)
+    return Banks(main, cjk, observed, depth, ids)
 
 
 @pytest.fixture
