@@ -26,8 +26,12 @@ equally linked off-topic one, but a second hop, which by nature says something t
 does not, is not scored out of existence (β = 0.5). Facts the other arms already found are
 left out of the arm's list (they still carry the walk): the graph's job is to reach what
 they missed, and its best new finds are guaranteed a place in the rerank (config `reserve`).
-Every fact reached, hit or not, keeps the path of its strongest single contribution for the
-trace.
+Every fact reached, hit or not, keeps its strongest path for the trace.
+
+Round trips. Two walks share the scores: one from the named entities (one lookup statement,
+then its hops), which runs beside the other arms, and one from their seeds once they are in;
+each hop is one round trip (its three statements at once), so with the mid budget the arm
+adds two round trips after the other arms.
 
 Work is bounded per hop: `fanout` links per frontier fact; at most `max_entities` entities
 and `max_terms` terms expanded (largest frontier weight × specificity first), entities above

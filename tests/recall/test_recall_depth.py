@@ -7,6 +7,7 @@ import httpx
 
 from engine.db import Pool
 from engine.embedding import Embedder
+from engine.entities import normalize_name
 from engine.recall.config import RecallConfig
 from engine.recall.graph import GraphWalk, graph_work
 from engine.recall.names import name_keys
@@ -68,3 +69,13 @@ async def test_a_popular_entity_does_not_flood_the_walk(
     sam = [banks.ids[f"depth-sam{n}"] for n in range(len(SAM_THINGS))]
     assert {h.unit_id for h in arm.hits[:2]} == wren
     assert max(scores.get(s, 0.0) for s in sam) < min(scores[w] for w in wren) / 2
+
+
+def test_name_keys_are_the_keys_entity_resolution_stores() -> None:
+    english = name_keys("Was Alice's team on Project Atlas hit by the U.S. outage?")
+    assert {"alice", "project atlas", "us", "atlas"} <= set(english)
+    assert normalize_name("Project Atlas") in english
+    # A Traditional-script name jieba would split is found whole, folded as retain folds it.
+    chinese = name_keys("林曉雯在臺北做什麼?")
+    assert normalize_name("林曉雯") == "林晓雯" and "林晓雯" in chinese
+    assert normalize_name("台北") in chinese
