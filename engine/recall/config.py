@@ -175,6 +175,9 @@ class RecallConfig:
     graph_max_entities: int = 8
     graph_entity_scan: int = 96
     graph_similarity_weight: float = 0.5
+    # The multi-hop walk (hops and frontier per budget above, these below) was set by reason,
+    # not tuned: one LoCoMo run of all 10 (docs/benchmarks.md, "Multi-hop walk") gave 0.796
+    # overall 1-4, multi-hop 0.566, against 0.795 / 0.561 before it, on the same banks.
     # Entities the query names seed the graph beside the other arms' facts, weighted as a
     # first-ranked seed (1 / (1 + 1)) times their specificity; at most `graph_max_entities`.
     graph_named_weight: float = 0.5
