@@ -52,18 +52,38 @@ class BudgetProfile:
     rerank_depth: int  # fused candidates read from the database and reranked
     graph_seeds: int  # best candidates of the other arms the graph expands from
     graph_fanout: int  # neighbours fetched per seed and per shared entity
+    graph_hops: int  # expansions past the seeds (engine/recall/graph.py)
+    graph_frontier: int  # facts a hop expands from after the first
 
 
 BUDGETS: Mapping[Budget, BudgetProfile] = MappingProxyType(
     {
         "low": BudgetProfile(
-            arm_limit=30, ef_search=40, rerank_depth=40, graph_seeds=4, graph_fanout=8
+            arm_limit=30,
+            ef_search=40,
+            rerank_depth=40,
+            graph_seeds=4,
+            graph_fanout=8,
+            graph_hops=1,
+            graph_frontier=6,
         ),
         "mid": BudgetProfile(
-            arm_limit=60, ef_search=80, rerank_depth=80, graph_seeds=6, graph_fanout=12
+            arm_limit=60,
+            ef_search=80,
+            rerank_depth=80,
+            graph_seeds=6,
+            graph_fanout=12,
+            graph_hops=2,
+            graph_frontier=8,
         ),
         "high": BudgetProfile(
-            arm_limit=120, ef_search=160, rerank_depth=120, graph_seeds=10, graph_fanout=20
+            arm_limit=120,
+            ef_search=160,
+            rerank_depth=120,
+            graph_seeds=10,
+            graph_fanout=20,
+            graph_hops=3,
+            graph_frontier=12,
         ),
     }
 )
@@ -148,6 +168,8 @@ class RecallConfig:
                 "temporal": 0.5,
                 "causal": 1.0,
                 "entity_shared": 1.0,
+                "entity_named": 1.0,
+                "term_shared": 0.5,
             }
         )
     )
@@ -161,6 +183,21 @@ class RecallConfig:
     graph_max_entities: int = 8
     graph_entity_scan: int = 96
     graph_similarity_weight: float = 0.5
+    # The multi-hop walk (hops and frontier per budget above, these below) was set by reason,
+    # not tuned: one LoCoMo run of all 10 (docs/benchmarks.md, "Multi-hop walk") gave 0.796
+    # overall 1-4, multi-hop 0.566, against 0.795 / 0.561 before it, on the same banks.
+    # Entities the query names seed the graph beside the other arms' facts, weighted as a
+    # first-ranked seed (1 / (1 + 1)) times their specificity; at most `graph_max_entities`.
+    graph_named_weight: float = 0.5
+    # Rare index terms shared with a frontier fact: at most `graph_max_terms` per hop, terms
+    # on more than `graph_max_term_df` facts never, `graph_term_scan` postings read per term.
+    graph_max_terms: int = 8
+    graph_max_term_df: int = 500
+    graph_term_scan: int = 64
+    # Edges a walk goes on along; a fact reached only by the others is scored, not expanded.
+    graph_walk_kinds: frozenset[str] = frozenset(
+        {"semantic", "entity", "causal", "entity_shared", "entity_named", "term_shared"}
+    )
     # Temporal arm: in-window hits whose temporal-link neighbours are added, and their decay.
     # (102 of the 760 questions name a time; proximity weight 0/0.2/0.3/0.5/0.7/1.0:
     # 0.695/0.715/0.723/0.730/0.729/0.729; the arm itself, beside the boost: +0.5.)

@@ -3,8 +3,9 @@
 Straight from PostgreSQL, no LLM, no Temporal. Each arm borrows its own pooled connection so
 the arms' queries run in parallel on the server; CPU work (query embedding, date parsing,
 reranking, MMR) runs in the thread pool, never on the event loop. The keyword arm starts as
-soon as the query is tokenised, without waiting for its embedding; the graph arm starts as
-soon as the other arms have produced its seeds.
+soon as the query is tokenised, without waiting for its embedding; the graph arm looks up
+the entities the query names as soon as it is embedded and walks from them and the other
+arms' seeds once those are in.
 """
 
 from __future__ import annotations
@@ -31,10 +32,11 @@ from engine.recall.candidates import (
 )
 from engine.recall.config import RecallConfig
 from engine.recall.fusion import fuse_rrf, seeds_of, shortlist
-from engine.recall.graph import graph_arm
+from engine.recall.graph import GraphWalk, graph_work
 from engine.recall.keyword import keyword_arm
 from engine.recall.lifecycle import current_first, visible_as_of
 from engine.recall.mmr import mmr_order
+from engine.recall.names import name_keys
 from engine.recall.query import QueryText, QueryVectors, analyse_text, embed_query
 from engine.recall.rerank import MaxSimReranker, Reranker, load_reranker
 from engine.recall.scoring import combined_scores
@@ -293,27 +295,23 @@ class RecallEngine:
         vector_task: asyncio.Task[QueryVectors],
         sources: Sequence[asyncio.Task[ArmResult]],
     ) -> ArmResult:
+        """The entities the query names are looked up as soon as it is embedded, beside the
+        other arms; the walk starts when their seeds are in."""
         config = self._config
         if config.weights.get("graph", 0.0) <= 0:
             return ArmResult("graph", [], 0.0, "weighted 0")
+        loop = asyncio.get_running_loop()
+        keys = await loop.run_in_executor(self._cpu, name_keys, request.query)
         vectors = await vector_task
-        arms = [await task for task in sources]
         profile = config.budget(request.budget)
-        seeds = seeds_of(arms, profile.graph_seeds)
-        return await graph_arm(
-            self._pool,
-            request,
-            vectors.vector,
-            seeds,
-            limit=profile.arm_limit,
-            fanout=profile.graph_fanout,
-            type_weights=config.link_type_weights,
-            max_entity_mentions=config.max_entity_mentions,
-            similarity_weight=config.graph_similarity_weight,
-            max_entities=config.graph_max_entities,
-            entity_scan=config.graph_entity_scan,
-            exclude={hit.unit_id for arm in arms for hit in arm.hits},
-        )
+        walk = GraphWalk(self._pool, request, vectors.vector, graph_work(config, profile))
+        async with asyncio.TaskGroup() as group:
+            group.create_task(walk.from_names(keys))
+            arms = [await task for task in sources]
+            seeds = seeds_of(arms, profile.graph_seeds)
+            group.create_task(walk.from_seeds(seeds))
+        exclude = {hit.unit_id for arm in arms for hit in arm.hits}
+        return walk.result(seeds, exclude, profile.arm_limit)
 
     def _rank(
         self,

@@ -1,25 +1,45 @@
-"""Graph arm: expand from the other arms' best candidates through stored links and entities.
+"""Graph arm: walk from the query's entities and the other arms' best facts, hop by hop.
 
-Seeds are the top few hits of the semantic, keyword and temporal arms, each weighted
-1 / (1 + rank) by its best rank. A neighbour n of seed s scores
-    w_s · link_weight · type_weight[link_type]                     (memory_links, both ways)
-    w_s · specificity(e) for each entity e that s and n mention     (unit_entities)
-summed over seeds, then scaled by (1 − β + β·max(0, cos(n, query))): a linked on-topic fact
-beats an equally linked off-topic one, but a second hop, which by nature says something
-the query does not, is not scored out of existence (β = 0.5).
-Facts the other arms already found are left out: the graph's job is to reach what they
-missed, and its best new finds are guaranteed a place in the rerank (config `reserve`).
-specificity(e) = ln((N + 1) / (n_e + 0.5)) / ln(N + 1) for an entity mentioned by n_e of the
-bank's N facts: 1 for a name on one fact, near 0 for the user's own name.
+Seeds. The facts of the entities the query names (engine/recall/names.py; looked up as soon
+as the query is embedded, beside the other arms), each entity weighted
+`named_weight × specificity`, and the top few hits of the semantic, keyword and temporal arms,
+each weighted 1 / (1 + rank) by its best rank.
 
-Work is bounded: at most `fanout` links per seed (strongest first), entities mentioned by more
-than `max_entity_mentions` facts are not expanded, at most `max_entities` shared entities are
-expanded (the largest seed weight × specificity first), and each contributes at most
-`fanout` facts: the most similar to the query among up to `entity_scan` of its mentions
-(all of them for an entity in fewer facts; otherwise a fixed pseudo-random sample, the
-first by id, whose ids are uuid5 hashes). Measured at 14.5k synthetic facts
-(bench/recall_latency.py): unbounded, 16 entities × ~530 mentions meant 8,454 memory_units
-reads and 110-160 ms per query; bounded (8 × 96) the arm reads at most 768.
+Hops. Each hop expands a frontier of facts along three kinds of edge, one statement each,
+run at once on their own pooled connections (engine/recall/graph_sql.py):
+    w_s · link_weight                         stored memory_links, both ways
+    w_s · specificity(e)  per shared entity   unit_entities
+    w_s · specificity(t)  per shared rare term memory_terms (a word the extractor did not
+                                              name, "cluster", joins facts like a name)
+times the edge kind's weight (config `link_type_weights`). A fact's strength is that of its
+strongest path, the product of the path's edges, so it only decays with every hop and is
+never more than its seed's weight: summing paths instead let a clique (a user's thirty facts
+of one day, all linked to each other by meaning, time and name) grow stronger with every hop
+than the one fact a rare name leads to. After a hop, the `frontier` facts it reached most
+strongly (scaled by query similarity, below), not yet expanded, are the next frontier;
+`hops` is set by the budget (low 1, mid 2, high 3). Temporal links score a fact but do not
+carry the walk on (`walk_kinds`): in a bank whose facts share a day every fact links to
+every other.
+
+Score. strength × (1 − β + β·max(0, cos(n, query))): a linked on-topic fact beats an
+equally linked off-topic one, but a second hop, which by nature says something the query
+does not, is not scored out of existence (β = 0.5). Facts the other arms already found are
+left out of the arm's list (they still carry the walk): the graph's job is to reach what
+they missed, and its best new finds are guaranteed a place in the rerank (config `reserve`).
+Every fact reached, hit or not, keeps its strongest path for the trace.
+
+Round trips. Two walks share the scores: one from the named entities (one lookup statement,
+then its hops), which runs beside the other arms, and one from their seeds once they are in;
+each hop is one round trip (its three statements at once), so with the mid budget the arm
+adds two round trips after the other arms.
+
+Work is bounded per hop: `fanout` links per frontier fact; at most `max_entities` entities
+and `max_terms` terms expanded (largest frontier weight × specificity first), entities above
+`max_entity_mentions` mentions and terms above `max_term_df` facts never; each reads at most
+`entity_scan` / `term_scan` of its facts and keeps the `fanout` most similar to the query.
+With the mid budget that is at most 8 × 12 links + 8 × 96 mentions + 8 × 64 postings per
+hop, two hops. (Measured at 14.5k synthetic facts before multi-hop, bench/recall_latency.py:
+unbounded entity expansion meant 8,454 memory_units reads and 110-160 ms per query.)
 """
 
 from __future__ import annotations
@@ -27,95 +47,72 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Mapping, Sequence, Set
+from dataclasses import dataclass
 
 import asyncpg
 from pgvector import Vector
 
 from engine.db import Pool
-from engine.recall.filters import ACTIVE, filter_args, filter_sql, visible_states
+from engine.recall.config import BudgetProfile, RecallConfig
+from engine.recall.filters import filter_args, visible_states
+from engine.recall.graph_sql import entities_sql, links_sql, named_sql, terms_sql
 from engine.recall.types import ArmHit, ArmResult, FloatVector, RecallRequest
-from engine.store.memories import TagsMatch
 
 
-def links_sql(tags_match: TagsMatch, states: tuple[str, ...] = ACTIVE) -> str:
-    """Neighbours along memory_links ($4 seeds, $5 seed weights, $6 fan-out, $7 query)."""
-    return f"""
-WITH seeds AS (SELECT * FROM unnest($4::uuid[], $5::float8[]) AS s(id, w))
-SELECT m.id::text AS id, l.link_type, s.w * l.weight AS strength,
-       1 - (m.embedding <=> $7) AS similarity
-FROM seeds s
-CROSS JOIN LATERAL (
-    SELECT other, link_type, weight FROM (
-        SELECT to_unit AS other, link_type, weight FROM memory_links WHERE from_unit = s.id
-        UNION ALL
-        SELECT from_unit, link_type, weight FROM memory_links WHERE to_unit = s.id
-    ) x ORDER BY weight DESC, other LIMIT $6
-) l
-JOIN memory_units m ON m.id = l.other
-WHERE {filter_sql("m", tags_match, states)} AND m.id <> ALL($4::uuid[])
-"""
+@dataclass(frozen=True)
+class GraphWork:
+    """How far and how wide one walk may go."""
+
+    hops: int
+    frontier: int
+    fanout: int
+    type_weights: Mapping[str, float]
+    similarity_weight: float
+    named_weight: float
+    max_entity_mentions: int
+    max_entities: int
+    entity_scan: int
+    max_terms: int
+    max_term_df: int
+    term_scan: int
+    walk_kinds: frozenset[str]
 
 
-def entities_sql(tags_match: TagsMatch, states: tuple[str, ...] = ACTIVE) -> str:
-    """Facts sharing the seeds' entities ($4 seeds, $5 weights, $6 fan-out, $7 query,
-    $8 mention cap, $9 entities expanded, $10 mentions read per entity)."""
-    return f"""
-WITH seeds AS (SELECT * FROM unnest($4::uuid[], $5::float8[]) AS s(id, w)),
-bank AS (
-    SELECT coalesce((SELECT unit_count FROM bank_stats WHERE bank_id = $1), 0)::float8 AS n
-),
-shared AS (
-    SELECT ue.entity_id, sum(s.w) AS w,
-           ln((bank.n + 1) / (e.mention_count + 0.5)) / ln(bank.n + 2) AS specificity
-    FROM bank, seeds s
-    JOIN unit_entities ue ON ue.unit_id = s.id
-    JOIN entities e ON e.id = ue.entity_id
-    WHERE e.mention_count <= $8
-    GROUP BY ue.entity_id, e.mention_count, bank.n
-    ORDER BY sum(s.w) * ln((bank.n + 1) / (e.mention_count + 0.5)) DESC, ue.entity_id
-    LIMIT $9
-)
-SELECT x.id::text AS id, 'entity_shared' AS link_type, sh.w * sh.specificity AS strength,
-       x.similarity
-FROM shared sh
-CROSS JOIN LATERAL (
-    SELECT m.id, 1 - (m.embedding <=> $7) AS similarity
-    FROM (SELECT ue.unit_id FROM unit_entities ue
-          WHERE ue.entity_id = sh.entity_id AND ue.unit_id <> ALL($4::uuid[])
-          ORDER BY ue.unit_id LIMIT $10) ue
-    JOIN memory_units m ON m.id = ue.unit_id
-    WHERE {filter_sql("m", tags_match, states)}
-    ORDER BY m.embedding <=> $7
-    LIMIT $6
-) x
-"""
+def graph_work(config: RecallConfig, profile: BudgetProfile) -> GraphWork:
+    return GraphWork(
+        hops=profile.graph_hops,
+        frontier=profile.graph_frontier,
+        fanout=profile.graph_fanout,
+        type_weights=config.link_type_weights,
+        similarity_weight=config.graph_similarity_weight,
+        named_weight=config.graph_named_weight,
+        max_entity_mentions=config.max_entity_mentions,
+        max_entities=config.graph_max_entities,
+        entity_scan=config.graph_entity_scan,
+        max_terms=config.graph_max_terms,
+        max_term_df=config.graph_max_term_df,
+        term_scan=config.graph_term_scan,
+        walk_kinds=config.graph_walk_kinds,
+    )
 
 
-def graph_scores(
-    rows: Sequence[tuple[str, str, float, float]],
-    type_weights: Mapping[str, float],
-    *,
-    similarity_weight: float,
-    exclude: Set[str] = frozenset(),
-) -> list[ArmHit]:
-    """Sum each neighbour's weighted link strengths, scaled by its query similarity; best
-    first, ties by id; neighbours in `exclude` are dropped."""
-    strength: dict[str, float] = {}
-    similarity: dict[str, float] = {}
-    for unit_id, link_type, value, sim in rows:
-        if unit_id in exclude:
-            continue
-        factor = type_weights.get(link_type, 1.0)
-        strength[unit_id] = strength.get(unit_id, 0.0) + value * factor
-        similarity[unit_id] = sim
-    beta = similarity_weight
-    scored = [
-        ArmHit(unit_id, total * (1 - beta + beta * max(similarity[unit_id], 0.0)))
-        for unit_id, total in strength.items()
+@dataclass(frozen=True)
+class Step:
+    """A fact reached: from `source` (None: a query-named entity) along `label`."""
+
+    unit_id: str
+    source: str | None
+    label: str
+    kind: str
+    strength: float
+    similarity: float
+
+
+def _steps(records: Sequence[asyncpg.Record]) -> list[Step]:
+    return [
+        Step(r["id"], r["source"], r["label"], r["kind"], r["strength"], r["similarity"])
+        for r in records
     ]
-    scored = [hit for hit in scored if hit.score > 0]
-    scored.sort(key=lambda h: (-h.score, h.unit_id))
-    return scored
 
 
 async def _fetch(pool: Pool, sql: str, *args: object) -> list[asyncpg.Record]:
@@ -123,46 +120,135 @@ async def _fetch(pool: Pool, sql: str, *args: object) -> list[asyncpg.Record]:
         return await conn.fetch(sql, *args)
 
 
-async def graph_arm(
+async def named_steps(
+    pool: Pool, request: RecallRequest, vector: FloatVector, keys: Sequence[str], work: GraphWork
+) -> list[Step]:
+    """The facts of the entities the query names (one statement; none without keys)."""
+    if not keys or work.max_entities <= 0:
+        return []
+    sql = named_sql(request.tags_match, visible_states(request))
+    rows = await _fetch(
+        pool,
+        sql,
+        *filter_args(request),
+        list(keys),
+        work.named_weight,
+        work.fanout,
+        Vector(vector),
+        work.max_entity_mentions,
+        work.max_entities,
+        work.entity_scan,
+    )
+    return _steps(rows)
+
+
+class GraphWalk:
+    """One recall's walk: strength, similarity and best path of every fact reached. Two
+    walks share it, one from the query's entities (started beside the other arms) and one
+    from the other arms' seeds."""
+
+    def __init__(
+        self, pool: Pool, request: RecallRequest, vector: FloatVector, work: GraphWork
+    ) -> None:
+        self._pool = pool
+        self._request = request
+        self._vector = vector
+        self._query = Vector(vector)
+        self.work = work
+        self.strength: dict[str, float] = {}
+        self.similarity: dict[str, float] = {}
+        self.paths: dict[str, tuple[str, ...]] = {}
+        self._started = time.perf_counter()
+        self._names: list[str] = []
+        self._reached: dict[str, list[int]] = {}
+
+    async def from_names(self, keys: Sequence[str]) -> None:
+        named = await named_steps(self._pool, self._request, self._vector, keys, self.work)
+        self._names = sorted({s.label.removeprefix("entity:") for s in named})
+        frontier = self._next(self._absorb(named), frozenset())
+        await self._walk("named", frontier)
+
+    async def from_seeds(self, seeds: Sequence[tuple[str, float]]) -> None:
+        await self._walk("seeds", dict(seeds))
+
+    def result(
+        self, seeds: Sequence[tuple[str, float]], exclude: Set[str], limit: int
+    ) -> ArmResult:
+        """Best first, ties by id; seeds and facts in `exclude` left out."""
+        seed_ids = {unit_id for unit_id, _ in seeds}
+        hits = [
+            ArmHit(unit_id, total * self._factor(unit_id))
+            for unit_id, total in self.strength.items()
+            if unit_id not in exclude and unit_id not in seed_ids
+        ]
+        hits.sort(key=lambda h: (-h.score, h.unit_id))
+        note = f"{len(seeds)} seeds, named entities {self._names}, steps per hop " + ", ".join(
+            f"{walk} {counts}" for walk, counts in self._reached.items()
+        )
+        elapsed = (time.perf_counter() - self._started) * 1000
+        return ArmResult("graph", hits[:limit], elapsed, note, dict(self.paths))
+
+    async def _walk(self, name: str, frontier: dict[str, float]) -> None:
+        visited = set(frontier)
+        counts = self._reached.setdefault(name, [])
+        for _ in range(self.work.hops):
+            if not frontier:
+                return
+            steps = await _hop(self._pool, self._request, self._query, frontier, visited, self.work)
+            counts.append(len(steps))
+            frontier = self._next(self._absorb(steps), visited)
+            visited |= frontier.keys()
+
+    def _factor(self, unit_id: str) -> float:
+        beta = self.work.similarity_weight
+        return 1 - beta + beta * max(self.similarity.get(unit_id, 0.0), 0.0)
+
+    def _absorb(self, steps: Sequence[Step]) -> dict[str, float]:
+        """Add one hop's steps; the strength each fact gained in it along edges that carry
+        the walk on (a fact reached only by a temporal link is scored, not expanded: in a
+        bank whose facts share a day every fact links to every other)."""
+        gained: dict[str, float] = {}
+        for step in steps:
+            value = step.strength * self.work.type_weights.get(step.kind, 1.0)
+            if value <= 0:
+                continue
+            if step.kind in self.work.walk_kinds:
+                gained[step.unit_id] = max(gained.get(step.unit_id, 0.0), value)
+            self.similarity[step.unit_id] = step.similarity
+            if value > self.strength.get(step.unit_id, 0.0):
+                self.strength[step.unit_id] = value
+                before = self.paths.get(step.source, ("seed", step.source)) if step.source else ()
+                self.paths[step.unit_id] = (*before, step.label, step.unit_id)
+        return gained
+
+    def _next(self, gained: Mapping[str, float], skip: Set[str]) -> dict[str, float]:
+        """The next frontier: the facts that gained most in a hop (query-similar first),
+        not expanded before, each weighted by what it gained."""
+        ranked = sorted(
+            (u for u in gained if u not in skip),
+            key=lambda u: (-gained[u] * self._factor(u), u),
+        )
+        return {u: gained[u] for u in ranked[: self.work.frontier]}
+
+
+async def _hop(
     pool: Pool,
     request: RecallRequest,
-    vector: FloatVector,
-    seeds: Sequence[tuple[str, float]],
-    *,
-    limit: int,
-    fanout: int,
-    type_weights: Mapping[str, float],
-    max_entity_mentions: int,
-    similarity_weight: float,
-    max_entities: int,
-    entity_scan: int,
-    exclude: Set[str] = frozenset(),
-) -> ArmResult:
-    """Both expansions run at once, each on its own pooled connection."""
-    started = time.perf_counter()
-    if not seeds:
-        return ArmResult("graph", [], 0.0, "no seeds")
-    ids = [s[0] for s in seeds]
-    weights = [s[1] for s in seeds]
-    query = Vector(vector)
-    args = (*filter_args(request), ids, weights, fanout, query)
-    reads = [_fetch(pool, links_sql(request.tags_match, visible_states(request)), *args)]
-    if type_weights.get("entity_shared", 1.0) > 0:
-        reads.append(
-            _fetch(
-                pool,
-                entities_sql(request.tags_match, visible_states(request)),
-                *args,
-                max_entity_mentions,
-                max_entities,
-                entity_scan,
-            )
-        )
-    rows = [
-        (r["id"], r["link_type"], r["strength"], r["similarity"])
-        for found in await asyncio.gather(*reads)
-        for r in found
-    ]
-    hits = graph_scores(rows, type_weights, similarity_weight=similarity_weight, exclude=exclude)
-    note = f"{len(seeds)} seeds"
-    return ArmResult("graph", hits[:limit], (time.perf_counter() - started) * 1000, note)
+    query: Vector,
+    frontier: Mapping[str, float],
+    visited: Set[str],
+    work: GraphWork,
+) -> list[Step]:
+    states = visible_states(request)
+    weights = list(frontier.values())
+    args = (*filter_args(request), list(frontier), weights, work.fanout, query, list(visited))
+    reads = [_fetch(pool, links_sql(request.tags_match, states), *args)]
+    kinds = work.type_weights
+    if kinds.get("entity_shared", 1.0) > 0 and work.max_entities > 0:
+        sql = entities_sql(request.tags_match, states)
+        limits = (work.max_entity_mentions, work.max_entities, work.entity_scan)
+        reads.append(_fetch(pool, sql, *args, *limits))
+    if kinds.get("term_shared", 1.0) > 0 and work.max_terms > 0:
+        sql = terms_sql(request.tags_match, states)
+        reads.append(_fetch(pool, sql, *args, work.max_term_df, work.max_terms, work.term_scan))
+    return [step for found in await asyncio.gather(*reads) for step in _steps(found)]

@@ -47,11 +47,18 @@ def build_trace(
             "cap": config.caps.get(arm.arm),
             "hits": [
                 {"id": h.unit_id, "rank": rank, "score": h.score}
+                | ({"path": list(arm.paths[h.unit_id])} if h.unit_id in arm.paths else {})
                 for rank, h in enumerate(arm.hits[:TRACE_TOP], start=1)
             ],
         }
         for arm in arms
     }
+    for arm in arms:
+        if arm.paths:
+            # How the walk reached the returned facts, also those another arm found first.
+            arm_trace[arm.arm]["result_paths"] = {
+                m.row.id: list(arm.paths[m.row.id]) for m in kept if m.row.id in arm.paths
+            }
     return {
         "query": request.query,
         "budget": request.budget,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
@@ -92,6 +93,9 @@ class ArmResult:
     hits: list[ArmHit]
     elapsed_ms: float
     note: str = ""  # why an arm did not run, or what it searched ("window 1-8 May 2023")
+    # The graph arm's way to each fact it reached: ("entity:Alice", id, "term:cluster", id, ...), or
+    # ("seed", seed id, label, id, ...) from another arm's fact.
+    paths: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

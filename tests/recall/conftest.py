@@ -24,6 +24,7 @@ from recall.recall_support import (
     WINDOW_ITEMS,
     Banks,
     corpus,
+    depth_items,
     recall_app,
     thread_items,
 )
@@ -71,6 +72,7 @@ async def banks(
     window = f"recall-window-{uuid.uuid4().hex[:8]}"
     by_conversation = f"recall-conv-{uuid.uuid4().hex[:8]}"
     by_message = f"recall-msg-{uuid.uuid4().hex[:8]}"
+    depth = f"recall-depth-{uuid.uuid4().hex[:8]}"
     transport = httpx.ASGITransport(app=application)
     async with running, httpx.AsyncClient(transport=transport, base_url="http://t") as client:
         await _retain(client, main, corpus())
@@ -81,15 +83,16 @@ async def banks(
         await _retain(client, window, WINDOW_ITEMS)
         await _retain(client, by_conversation, thread_items(per_message=False))
         await _retain(client, by_message, thread_items(per_message=True))
+        await _retain(client, depth, depth_items())
         facts = []
-        for bank in (main, observed, window):
+        for bank in (main, observed, window, depth):
             listed = await client.get(f"{BASE}/{bank}/memories/list", params={"limit": "1000"})
             facts += listed.json()["items"]
     ids: dict[str, str] = {}
     for fact in facts:
         assert fact["document_id"] not in ids, f"one fact per item expected: {fact}"
         ids[fact["document_id"]] = fact["id"]
-    return Banks(main, cjk, observed, window, by_conversation, by_message, ids)
+    return Banks(main, cjk, observed, window, by_conversation, by_message, depth, ids)
 
 
 @pytest.fixture

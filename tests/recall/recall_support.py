@@ -91,6 +91,65 @@ CJK_ITEMS = [
 ]
 
 
+# Multi-hop (engine/recall/graph.py): the query names Alice; only a walk Alice -> Project
+# Atlas -> the cluster reaches the outage, which shares no word with the question. The facts
+# are weeks apart, so no temporal link joins them. Sam writes the journal and is on thirty
+# market facts: a popular entity the walk must not spread through.
+DEPTH_CHAIN = (
+    ("depth-lead", "2024-03-04", "Alice is the tech lead on Project Atlas."),
+    ("depth-runs", "2024-04-16", "Atlas runs on our Kubernetes cluster."),
+    ("depth-outage", "2024-06-11", "The cluster had an outage on Tuesday."),
+    ("depth-sister", "2024-02-10", "Sam's sister Wren plays the violin."),
+    ("depth-concert", "2024-05-20", "Wren gave a concert at the Vienna State Opera."),
+)
+DEPTH_DISTRACTORS = (
+    "Bob is the product manager for Project Hermes.",
+    "Hermes keeps its data in a Postgres database.",
+    "Carol fixed a bug in the billing page.",
+    "Alice enjoys hiking in the mountains on weekends.",
+    "The coffee machine in the kitchen broke on Monday.",
+    "Dave had a flat tire on his way to work.",
+    "Erin's laptop battery drains too quickly.",
+    "The team retrospective listed slow code reviews as a problem.",
+    "Frank caught a cold after the conference.",
+    "The printer on the third floor ran out of toner.",
+)
+# fmt: off
+SAM_THINGS = (
+    "apples", "a kite", "new boots", "a lamp", "fresh bread", "a chess set", "paint",
+    "a rug", "coffee beans", "a bicycle bell", "seeds", "a teapot", "socks", "a map",
+    "candles", "a notebook", "honey", "a hammer", "tulips", "a scarf", "olive oil",
+    "a puzzle", "rice", "a mirror", "stamps", "a blanket", "cheese", "a clock", "glue",
+    "a basket",
+)
+# fmt: on
+
+
+def depth_items() -> list[dict[str, Any]]:
+    """One fact per item, spread over the first half of 2024."""
+    items = [
+        {"content": text, "document_id": doc, "timestamp": f"{day}T09:00:00Z"}
+        for doc, day, text in DEPTH_CHAIN
+    ]
+    items += [
+        {
+            "content": text,
+            "document_id": f"depth-d{n}",
+            "timestamp": f"2024-{1 + n % 6:02d}-{2 + 2 * n:02d}T09:00:00Z",
+        }
+        for n, text in enumerate(DEPTH_DISTRACTORS)
+    ]
+    items += [
+        {
+            "content": f"Sam bought {thing} at the market.",
+            "document_id": f"depth-sam{n}",
+            "timestamp": f"2024-{1 + n // 6:02d}-{1 + 4 * (n % 6):02d}T09:00:00Z",
+        }
+        for n, thing in enumerate(SAM_THINGS)
+    ]
+    return items
+
+
 OBSERVED_ITEMS = [
     {"content": "Noor swims in the lake every morning.", "document_id": "swim"},
     {"content": "Noor ran a half marathon in Lisbon.", "document_id": "run"},
@@ -164,6 +223,7 @@ class Banks:
     window: str  # WINDOW_ITEMS
     by_conversation: str  # thread_items(per_message=False)
     by_message: str  # thread_items(per_message=True)
+    depth: str  # depth_items(): multi-hop chains and a popular entity
     ids: dict[str, str]  # document id -> the id of its (only) fact
 
 

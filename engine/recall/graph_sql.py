@@ -1,0 +1,147 @@
+"""The graph arm's statements: one per edge kind, each answering for a whole frontier.
+
+Every statement binds the request's filters as $1-$3 (engine/recall/filters.py) and returns
+rows (id, source, label, kind, strength, similarity): the fact reached, the frontier fact it
+was reached from (NULL for a query-named entity), what joined them ("entity:Alice",
+"term:cluster", a link type), the edge kind whose weight applies, the path strength so far
+and the fact's cosine similarity to the query.
+
+specificity(x) = ln((N + 1) / (n_x + 0.5)) / ln(N + 2) for an entity or term on n_x of the
+bank's N facts: near 1 for a name on one fact, near 0 for the user's own name, so a popular
+entity or a common word spreads little strength and is expanded last.
+"""
+
+from __future__ import annotations
+
+from engine.recall.filters import ACTIVE, filter_sql
+from engine.store.memories import TagsMatch
+
+_BANK = "bank AS (SELECT coalesce((SELECT unit_count FROM bank_stats WHERE bank_id = $1), 0)"
+_BANK += "::float8 AS n)"
+_FRONTIER = "frontier AS (SELECT * FROM unnest($4::uuid[], $5::float8[]) AS s(id, w))"
+
+
+def _specificity(count: str) -> str:
+    return f"ln((bank.n + 1) / ({count} + 0.5)) / ln(bank.n + 2)"
+
+
+def named_sql(tags_match: TagsMatch, states: tuple[str, ...] = ACTIVE) -> str:
+    """Facts mentioning an entity the query names ($4 name keys, $5 weight, $6 facts per
+    entity, $7 query vector, $8 mention cap, $9 entities, $10 mentions scanned per entity).
+    Each key is one probe of the (bank_id, normalized_name) index or the aliases GIN index."""
+    return f"""
+WITH {_BANK},
+named AS (
+    SELECT e.id, e.canonical_name, {_specificity("e.mention_count")} AS specificity
+    FROM bank, entities e
+    WHERE e.id IN (SELECT id FROM entities WHERE bank_id = $1
+                   AND normalized_name = ANY($4::text[])
+                   UNION
+                   SELECT id FROM entities WHERE bank_id = $1
+                   AND aliases_normalized && $4::text[])
+      AND e.mention_count <= $8
+    ORDER BY 3 DESC, e.id
+    LIMIT $9
+)
+SELECT x.id::text AS id, NULL::text AS source, 'entity:' || n.canonical_name AS label,
+       'entity_named' AS kind, $5::float8 * n.specificity AS strength, x.similarity
+FROM named n
+CROSS JOIN LATERAL (
+    SELECT m.id, 1 - (m.embedding <=> $7) AS similarity
+    FROM (SELECT ue.unit_id FROM unit_entities ue WHERE ue.entity_id = n.id
+          ORDER BY ue.unit_id LIMIT $10) ue
+    JOIN memory_units m ON m.id = ue.unit_id
+    WHERE {filter_sql("m", tags_match, states)}
+    ORDER BY m.embedding <=> $7
+    LIMIT $6
+) x
+"""
+
+
+def links_sql(tags_match: TagsMatch, states: tuple[str, ...] = ACTIVE) -> str:
+    """Neighbours along memory_links, both ways ($4 frontier, $5 weights, $6 links per fact,
+    $7 query vector, $8 facts already visited)."""
+    return f"""
+WITH {_FRONTIER}
+SELECT m.id::text AS id, s.id::text AS source, l.link_type AS label, l.link_type AS kind,
+       s.w * l.weight AS strength, 1 - (m.embedding <=> $7) AS similarity
+FROM frontier s
+CROSS JOIN LATERAL (
+    SELECT other, link_type, weight FROM (
+        SELECT to_unit AS other, link_type, weight FROM memory_links WHERE from_unit = s.id
+        UNION ALL
+        SELECT from_unit, link_type, weight FROM memory_links WHERE to_unit = s.id
+    ) x ORDER BY weight DESC, other LIMIT $6
+) l
+JOIN memory_units m ON m.id = l.other
+WHERE {filter_sql("m", tags_match, states)} AND m.id <> ALL($8::uuid[])
+"""
+
+
+def entities_sql(tags_match: TagsMatch, states: tuple[str, ...] = ACTIVE) -> str:
+    """Facts sharing the frontier's entities ($4 frontier, $5 weights, $6 facts per entity,
+    $7 query vector, $8 visited, $9 mention cap, $10 entities expanded, $11 mentions scanned
+    per entity: the first by id, a fixed pseudo-random sample since ids are uuid5 hashes)."""
+    return f"""
+WITH {_FRONTIER}, {_BANK},
+shared AS (
+    SELECT ue.entity_id, e.canonical_name, max(s.w) AS w,
+           (array_agg(s.id ORDER BY s.w DESC, s.id))[1] AS source,
+           {_specificity("e.mention_count")} AS specificity
+    FROM bank, frontier s
+    JOIN unit_entities ue ON ue.unit_id = s.id
+    JOIN entities e ON e.id = ue.entity_id
+    WHERE e.mention_count <= $9
+    GROUP BY ue.entity_id, e.canonical_name, e.mention_count, bank.n
+    ORDER BY max(s.w) * {_specificity("e.mention_count")} DESC, ue.entity_id
+    LIMIT $10
+)
+SELECT x.id::text AS id, sh.source::text AS source, 'entity:' || sh.canonical_name AS label,
+       'entity_shared' AS kind, sh.w * sh.specificity AS strength, x.similarity
+FROM shared sh
+CROSS JOIN LATERAL (
+    SELECT m.id, 1 - (m.embedding <=> $7) AS similarity
+    FROM (SELECT ue.unit_id FROM unit_entities ue
+          WHERE ue.entity_id = sh.entity_id AND ue.unit_id <> ALL($8::uuid[])
+          ORDER BY ue.unit_id LIMIT $11) ue
+    JOIN memory_units m ON m.id = ue.unit_id
+    WHERE {filter_sql("m", tags_match, states)}
+    ORDER BY m.embedding <=> $7
+    LIMIT $6
+) x
+"""
+
+
+def terms_sql(tags_match: TagsMatch, states: tuple[str, ...] = ACTIVE) -> str:
+    """Facts sharing the frontier's rarest index terms: a rare word ("cluster", "outage") is an
+    entity the extractor did not name. ($4 frontier, $5 weights, $6 facts per term, $7 query
+    vector, $8 visited, $9 highest document frequency, $10 terms expanded, $11 postings
+    scanned per term.) A term on one fact only leads nowhere and is skipped, and so are
+    numbers: mostly the dates the extractor writes into facts ("(11 June 2024)")."""
+    return f"""
+WITH {_FRONTIER}, {_BANK},
+shared AS (
+    SELECT t.term, max(s.w) AS w, (array_agg(s.id ORDER BY s.w DESC, s.id))[1] AS source,
+           {_specificity("st.df")} AS specificity
+    FROM bank, frontier s
+    JOIN memory_terms t ON t.unit_id = s.id
+    JOIN bank_term_stats st ON st.bank_id = $1 AND st.term = t.term
+    WHERE st.df BETWEEN 2 AND $9 AND t.term !~ '^[0-9]+$'
+    GROUP BY t.term, st.df, bank.n
+    ORDER BY max(s.w) * {_specificity("st.df")} DESC, t.term
+    LIMIT $10
+)
+SELECT x.id::text AS id, sh.source::text AS source, 'term:' || sh.term AS label,
+       'term_shared' AS kind, sh.w * sh.specificity AS strength, x.similarity
+FROM shared sh
+CROSS JOIN LATERAL (
+    SELECT m.id, 1 - (m.embedding <=> $7) AS similarity
+    FROM (SELECT t.unit_id FROM memory_terms t
+          WHERE t.bank_id = $1 AND t.term = sh.term AND t.unit_id <> ALL($8::uuid[])
+          ORDER BY t.unit_id LIMIT $11) t
+    JOIN memory_units m ON m.id = t.unit_id
+    WHERE {filter_sql("m", tags_match, states)}
+    ORDER BY m.embedding <=> $7
+    LIMIT $6
+) x
+"""
