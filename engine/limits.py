@@ -65,6 +65,8 @@ MAX_RECALL_TOKENS = 1_000_000
 MAX_JSON_DEPTH = 64
 # Integers PostgreSQL's bigint holds; anything larger is never a valid count, limit or id.
 MAX_JSON_INT = 2**63 - 1
+# Integers stored in PostgreSQL `integer` columns (a directive's priority).
+MIN_INT32, MAX_INT32 = -(2**31), 2**31 - 1
 
 # --- dates ------------------------------------------------------------------------------
 # Python's datetime holds years 1-9999 (PostgreSQL holds far more). An instant within a day of

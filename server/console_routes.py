@@ -31,7 +31,8 @@ async def to_console(request: Request) -> Response:
 
 def console_routes() -> list[BaseRoute]:
     return [
-        Route("/", to_console, methods=["GET"]),
-        Route("/console", to_console, methods=["GET"]),
+        # Redirects to the console's pages, which are not part of the API's document.
+        Route("/", to_console, methods=["GET"], include_in_schema=False),
+        Route("/console", to_console, methods=["GET"], include_in_schema=False),
         Mount("/console", app=ConsoleFiles(directory=CONSOLE_DIR, html=True), name="console"),
     ]

@@ -16,6 +16,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
+import asyncpg
 from pydantic import ValidationError
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -137,6 +138,35 @@ async def engram_error(request: Request, exc: Exception) -> Response:
     return internal_error(request.method, request.url.path, exc)
 
 
+# How long a caller is told to wait when the database is out of space or away; a restarted
+# PostgreSQL answers again within seconds, and space is freed by an operator.
+DATABASE_RETRY_AFTER_S = 5
+DATABASE_GONE = (
+    asyncpg.PostgresConnectionError,
+    asyncpg.CannotConnectNowError,
+    asyncpg.AdminShutdownError,
+    asyncpg.CrashShutdownError,
+    asyncpg.ConnectionDoesNotExistError,
+    ConnectionError,
+)
+
+
+async def database_full(request: Request, exc: Exception) -> Response:
+    """Out of disk (507) or of another resource (503): nothing of this request was kept."""
+    log.warning("%s %s: the database refused the write: %s", request.method, request.url.path, exc)
+    retry = {"Retry-After": str(DATABASE_RETRY_AFTER_S)}
+    if isinstance(exc, asyncpg.DiskFullError):
+        detail = "the database is out of disk space; nothing of this request was stored"
+        return error_body(507, detail, headers=retry)
+    return error_body(503, "the database is out of resources; retry later", headers=retry)
+
+
+async def database_gone(request: Request, exc: Exception) -> Response:
+    log.warning("%s %s: the database is unavailable: %s", request.method, request.url.path, exc)
+    retry = {"Retry-After": str(DATABASE_RETRY_AFTER_S)}
+    return error_body(503, "the database is unavailable; retry later", headers=retry)
+
+
 EXCEPTION_HANDLERS: Mapping[Any, Callable[[Request, Exception], Awaitable[Response]]] = {
     RequestTooLarge: too_large,
     TooLarge: too_large,
@@ -148,4 +178,6 @@ EXCEPTION_HANDLERS: Mapping[Any, Callable[[Request, Exception], Awaitable[Respon
     HTTPException: http_exception,
     OperationFailed: operation_failed,
     EngramError: engram_error,
+    asyncpg.InsufficientResourcesError: database_full,
+    **{kind: database_gone for kind in DATABASE_GONE},
 }

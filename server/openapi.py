@@ -32,7 +32,8 @@ class ErrorResponse(BaseModel):
 
 class ApiRoute(Route):
     """A route that names its models: `body` validates the request, `query` describes the query
-    string, `response` the answer (`status` is its code); `tag` groups it in the document."""
+    string, `response` the answer (`status` is its code, `response_media` its media type when
+    it is not JSON); `tag` groups it in the document."""
 
     def __init__(
         self,
@@ -47,6 +48,7 @@ class ApiRoute(Route):
         response: type[BaseModel] | None = None,
         status: int = 200,
         body_media: Literal["application/json", "multipart/form-data"] = "application/json",
+        response_media: str = "application/json",
     ) -> None:
         super().__init__(path, endpoint, methods=methods)
         self.tag = tag
@@ -56,6 +58,7 @@ class ApiRoute(Route):
         self.response = response
         self.status = status
         self.body_media = body_media
+        self.response_media = response_media
 
 
 def walk(routes: Sequence[BaseRoute], prefix: str = "") -> list[tuple[str, Route]]:
@@ -152,10 +155,14 @@ def _operation(
     ]
     answer: dict[str, Any] = {}
     status = "200"
+    media = "application/json"
     if isinstance(route, ApiRoute):
         op["tags"] = [route.tag]
         op["summary"] = route.summary
         status = str(route.status)
+        media = route.response_media
+        if not media.endswith("json"):
+            answer = {"type": "string"}
         if route.query is not None:
             ref = key_map[(route.query, "validation")]["$ref"]
             parameters.extend(_query_parameters(route.query, schemas[ref.rsplit("/", 1)[1]]))
@@ -172,7 +179,7 @@ def _operation(
         op["parameters"] = parameters
     error_ref = key_map[(ErrorResponse, "serialization")]
     op["responses"] = {
-        status: {"description": "Success", "content": {"application/json": {"schema": answer}}},
+        status: {"description": "Success", "content": {media: {"schema": answer}}},
         **{
             code: {"description": text, "content": {"application/json": {"schema": error_ref}}}
             for code, text in ERROR_STATUSES.items()

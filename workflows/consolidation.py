@@ -29,7 +29,12 @@ from datetime import timedelta
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, FailureError, WorkflowAlreadyStartedError
+from temporalio.exceptions import (
+    ActivityError,
+    FailureError,
+    WorkflowAlreadyStartedError,
+    is_cancelled_exception,
+)
 
 with workflow.unsafe.imports_passed_through():
     from activities.consolidation import ConsolidationActivities
@@ -151,6 +156,11 @@ class ConsolidationWorkflow:
             await self._finish(operation_id, "cancelled", "cancelled")
             raise
         except ActivityError as exc:
+            if is_cancelled_exception(exc) and workflow.patched("cancelled-while-failing"):
+                # Cancelled while a batch was being retried: the batch reports the cancel as
+                # its failure; the operation reads "cancelled" like any other cancel.
+                await self._finish(operation_id, "cancelled", "cancelled")
+                raise
             await self._finish(operation_id, "failed", _cause(exc))
             raise
         await self._finish(operation_id, "completed", None)

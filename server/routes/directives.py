@@ -13,6 +13,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute
 
 from engine.errors import InvalidInput
+from engine.limits import MAX_INT32, MIN_INT32
 from engine.store.banks import ensure_bank, get_bank
 from engine.store.directives import (
     Directive,
@@ -42,13 +43,14 @@ from server.schemas import Request as Body
 MAX_CONTENT = 10_000
 Name = Annotated[str, Field(min_length=1, max_length=200)]
 Content = Annotated[str, Field(min_length=1, max_length=MAX_CONTENT)]
+Priority = Annotated[int, Field(ge=MIN_INT32, le=MAX_INT32)]
 TAGS_MATCH = ("any", "all", "any_strict", "all_strict", "exact")
 
 
 class CreateDirectiveIn(Body):
     name: Name
     content: Content
-    priority: int = 0
+    priority: Priority = 0
     is_active: bool = True
     tags: list[str] | None = None
 
@@ -56,7 +58,7 @@ class CreateDirectiveIn(Body):
 class UpdateDirectiveIn(Body):
     name: Name | None = None
     content: Content | None = None
-    priority: int | None = None
+    priority: Priority | None = None
     is_active: bool | None = None
     tags: list[str] | None = None
 

@@ -269,5 +269,6 @@ def routes() -> list[BaseRoute]:
             methods=["GET"],
             tag="imports",
             summary="The bank as JSON lines (application/x-ndjson)",
+            response_media="application/x-ndjson",
         ),
     ]

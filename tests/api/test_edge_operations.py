@@ -130,3 +130,72 @@ async def test_deleting_a_bank_during_its_consolidation_leaves_no_operation_behi
     async with pool.acquire() as conn:
         left = await conn.fetchval("SELECT count(*) FROM operations WHERE bank_id = $1", bank_id)
     assert left == 0
+
+
+async def test_a_cancelled_failing_import_reads_cancelled(
+    plain_api: httpx.AsyncClient,
+    temporal_env: WorkflowEnvironment,
+    settings: Settings,
+    pool: Pool,
+    embedder: Embedder,
+    cpu: ThreadPoolExecutor,
+    bank_id: str,
+) -> None:
+    attempts = asyncio.Queue[int]()
+
+    @activity.defn(name="upsert_documents")
+    async def always_fails(job: UpsertBatch) -> UpsertBatchResult:
+        attempts.put_nowait(activity.info().attempt)
+        raise RuntimeError("the database keeps refusing this document")
+
+    services = WorkerServices(pool, embedder, cpu, None)
+    line = '{"conversation_id": "c", "role": "user", "content": "Kenji ran in Osaka."}'
+    async with worker_with(
+        temporal_env.client, settings, services, "upsert_documents", always_fails
+    ):
+        started = await plain_api.post(
+            f"{BASE}/{bank_id}/import", json={"content": line, "name": "chat.jsonl"}
+        )
+        assert started.status_code == 202, started.text
+        op = started.json()["operation_id"]
+        while await asyncio.wait_for(attempts.get(), 60) < 2:
+            pass
+        cancel = await plain_api.delete(f"{BASE}/{bank_id}/operations/{op}")
+        assert cancel.status_code == 200, cancel.text
+        final = await wait_status(plain_api, bank_id, op)
+    assert final["status"] == "cancelled", final
+    assert final["error_message"] == "cancelled"
+
+
+async def test_a_cancelled_failing_consolidation_reads_cancelled(
+    plain_api: httpx.AsyncClient,
+    temporal_env: WorkflowEnvironment,
+    settings: Settings,
+    pool: Pool,
+    embedder: Embedder,
+    cpu: ThreadPoolExecutor,
+    bank_id: str,
+) -> None:
+    attempts = asyncio.Queue[int]()
+
+    @activity.defn(name="consolidate_batch")
+    async def always_fails(request: Any) -> Any:
+        attempts.put_nowait(activity.info().attempt)
+        raise RuntimeError("the observation store keeps refusing this batch")
+
+    services = WorkerServices(pool, embedder, cpu, None)
+    item = {"content": "Maya visited an old friend in Cusco.", "timestamp": "2024-03-01"}
+    async with worker_with(
+        temporal_env.client, settings, services, "consolidate_batch", always_fails
+    ):
+        retained = await plain_api.post(f"{BASE}/{bank_id}/memories", json={"items": [item]})
+        assert retained.status_code == 200, retained.text
+        while await asyncio.wait_for(attempts.get(), 60) < 2:
+            pass
+        listed = (await plain_api.get(f"{BASE}/{bank_id}/operations")).json()["operations"]
+        [op] = [o["id"] for o in listed if o["task_type"] == "consolidation"]
+        cancel = await plain_api.delete(f"{BASE}/{bank_id}/operations/{op}")
+        assert cancel.status_code == 200, cancel.text
+        final = await wait_status(plain_api, bank_id, op)
+    assert final["status"] == "cancelled", final
+    assert final["error_message"] == "cancelled"

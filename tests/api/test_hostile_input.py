@@ -269,3 +269,17 @@ async def test_non_finite_numbers_are_refused(
     body = b'{"query": "x", "min_scores": {"semantic": ' + literal + b"}}"
     response = await send(plain_api, "POST", f"{BASE}/{bank_id}/memories/recall", body)
     assert (response.status_code, response.json()["field"]) == (422, "min_scores.semantic")
+
+
+async def test_a_priority_past_the_integer_column_is_a_422(
+    plain_api: httpx.AsyncClient, bank_id: str
+) -> None:
+    """Found by schemathesis (tests/api/test_fuzz.py): -7039304542 reached asyncpg."""
+    await make_bank(plain_api, bank_id)
+    for priority in (-7_039_304_542, 2**31):
+        body = raw_json({"name": "n", "content": "c", "priority": priority})
+        response = await send(plain_api, "POST", f"{BASE}/{bank_id}/directives", body)
+        assert (response.status_code, response.json()["field"]) == (422, "priority")
+    body = raw_json({"name": "n", "content": "c", "priority": 2**31 - 1})
+    response = await send(plain_api, "POST", f"{BASE}/{bank_id}/directives", body)
+    assert response.status_code == 200, response.text
