@@ -328,6 +328,8 @@ async def _file_requirement(services: Services, path: str, need: Requirement) ->
 
 def _refusal(principal: Principal, need: Requirement) -> JSONResponse | None:
     if need.bank_id is not None and not principal.sees(need.bank_id):
+        if need.template == FILE_DOWNLOAD:  # the key names no bank: neither does the answer
+            return error_body(404, "file not found")
         return error_body(404, f"bank not found: {need.bank_id}")
     bank = need.bank_id
     if scope_rank(principal.scope) < scope_rank(need.scope) or (
