@@ -120,7 +120,7 @@ def _map_json(value: Any, salt: str) -> Any:
     return value
 
 
-def _lines(archive: zipfile.ZipFile, section: Section, skip: int) -> Iterator[list[str]]:
+def _lines(archive: zipfile.ZipFile, section: Section, skip: int, size: int) -> Iterator[list[str]]:
     with archive.open(f"{section.name}.jsonl") as raw:
         text = io.TextIOWrapper(raw, encoding="utf-8")
         batch: list[str] = []
@@ -128,7 +128,7 @@ def _lines(archive: zipfile.ZipFile, section: Section, skip: int) -> Iterator[li
             if index < skip:
                 continue
             batch.append(line)
-            if len(batch) == IMPORT_BATCH:
+            if len(batch) == size:
                 yield batch
                 batch = []
         if batch:
@@ -138,8 +138,11 @@ def _lines(archive: zipfile.ZipFile, section: Section, skip: int) -> Iterator[li
 class ArchiveImport:
     """One import of one archive into one bank (a plan, an open archive, a pool)."""
 
-    def __init__(self, pool: Pool, plan: ImportPlan, archive: zipfile.ZipFile) -> None:
+    def __init__(
+        self, pool: Pool, plan: ImportPlan, archive: zipfile.ZipFile, batch: int = IMPORT_BATCH
+    ) -> None:
         self._pool = pool
+        self._batch = batch
         self._plan = plan
         self._archive = archive
         self._salt = plan.operation_id
@@ -162,7 +165,7 @@ class ArchiveImport:
             assert progress is not None  # the upsert returns its row
             columns = await self._columns(conn, section.table)
         stored = int(progress["rows_stored"])
-        for lines in _lines(self._archive, section, int(progress["rows_done"])):
+        for lines in _lines(self._archive, section, int(progress["rows_done"]), self._batch):
             rows = [json.loads(line) for line in lines]
             async with self._pool.acquire() as conn, conn.transaction():
                 written = await self._write(conn, section, columns, rows)
@@ -369,7 +372,7 @@ class ArchiveImport:
 
     async def _deferred(self, section: Section) -> None:
         """Columns naming rows of the same section (a fact's successor), once all are in."""
-        for lines in _lines(self._archive, section, 0):
+        for lines in _lines(self._archive, section, 0, self._batch):
             pairs = []
             for line in lines:
                 row = json.loads(line)
