@@ -7,6 +7,7 @@ at a time and the bank is never held in memory.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import zipfile
 from dataclasses import dataclass, field
@@ -89,10 +90,12 @@ async def write_archive(
                 continue
             rows = 0
             with archive.open(f"{section.name}.jsonl", "w", force_zip64=True) as out:
-                cursor = conn.cursor(section.export_sql(), *args, prefetch=CURSOR_PREFETCH)
-                async for record in cursor:
-                    out.write(record[0].encode() + b"\n")
-                    rows += 1
+                cursor = await conn.cursor(section.export_sql(), *args)
+                while page := await cursor.fetch(CURSOR_PREFETCH):
+                    data = "".join(f"{record[0]}\n" for record in page).encode()
+                    # Deflating a page of embeddings is CPU work: off the event loop.
+                    await asyncio.to_thread(out.write, data)
+                    rows += len(page)
             counts[section.name] = rows
     manifest = Manifest(
         source_bank_id=bank_id,

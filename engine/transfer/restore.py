@@ -11,6 +11,7 @@ target must use the same embedding model (checked against the manifest).
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import io
 import json
@@ -135,6 +136,14 @@ def _lines(archive: zipfile.ZipFile, section: Section, skip: int, size: int) -> 
             yield batch
 
 
+def _next_rows(batches: Iterator[list[str]]) -> tuple[int, list[dict[str, Any]]] | None:
+    """The next batch: its line count and rows (None at the end of the section)."""
+    lines = next(batches, None)
+    if lines is None:
+        return None
+    return len(lines), [json.loads(line) for line in lines]
+
+
 class ArchiveImport:
     """One import of one archive into one bank (a plan, an open archive, a pool)."""
 
@@ -165,13 +174,14 @@ class ArchiveImport:
             assert progress is not None  # the upsert returns its row
             columns = await self._columns(conn, section.table)
         stored = int(progress["rows_stored"])
-        for lines in _lines(self._archive, section, int(progress["rows_done"]), self._batch):
-            rows = [json.loads(line) for line in lines]
+        batches = _lines(self._archive, section, int(progress["rows_done"]), self._batch)
+        # Inflating and decoding a batch (megabytes with embeddings and token vectors) runs
+        # in a thread: on the event loop it starved the heartbeat on a loaded machine.
+        while (parsed := await asyncio.to_thread(_next_rows, batches)) is not None:
+            count, rows = parsed
             async with self._pool.acquire() as conn, conn.transaction():
                 written = await self._write(conn, section, columns, rows)
-                await conn.execute(
-                    _ADVANCE, self._plan.operation_id, section.name, len(lines), written
-                )
+                await conn.execute(_ADVANCE, self._plan.operation_id, section.name, count, written)
             stored += written
         if section.deferred:
             await self._deferred(section)
@@ -213,11 +223,12 @@ class ArchiveImport:
         names = [c for c in columns.names if c in rows[0] and c not in columns.serial]
         quoted = ", ".join(f'"{c}"' for c in names)
         where = " AND ".join(section.filters) or "true"
+        payload = await asyncio.to_thread(json.dumps, rows, separators=(",", ":"), default=str)
         status = await conn.execute(
-            f"INSERT INTO {section.table} ({quoted})"
-            f" SELECT {quoted} FROM jsonb_populate_recordset(NULL::{section.table}, $1::jsonb) r"
+            f"INSERT INTO {section.table} ({quoted}) SELECT {quoted}"
+            f" FROM jsonb_populate_recordset(NULL::{section.table}, $1::text::jsonb) r"
             f" WHERE {where} ON CONFLICT DO NOTHING",
-            rows,
+            payload,
         )
         return int(status.rsplit(" ", 1)[-1])
 
@@ -372,19 +383,14 @@ class ArchiveImport:
 
     async def _deferred(self, section: Section) -> None:
         """Columns naming rows of the same section (a fact's successor), once all are in."""
-        for lines in _lines(self._archive, section, 0, self._batch):
-            pairs = []
-            for line in lines:
-                row = json.loads(line)
-                for name in section.deferred:
-                    if row.get(name) is not None:
-                        pairs.append(
-                            (
-                                name,
-                                mapped_id(self._salt, row["id"]),
-                                mapped_id(self._salt, row[name]),
-                            )
-                        )
+        batches = _lines(self._archive, section, 0, self._batch)
+        while (parsed := await asyncio.to_thread(_next_rows, batches)) is not None:
+            pairs = [
+                (name, mapped_id(self._salt, row["id"]), mapped_id(self._salt, row[name]))
+                for row in parsed[1]
+                for name in section.deferred
+                if row.get(name) is not None
+            ]
             if not pairs:
                 continue
             async with self._pool.acquire() as conn:
