@@ -20,6 +20,11 @@ Group = Literal["config", "data", "history"]
 # Every export query binds the same four values, named here so each condition reads them.
 _PARAMS = "(SELECT $1::text AS bank, $2::text[] AS docs, $3::bool AS obs, $4::bool AS models) p"
 
+# Columns a re-embedding run (engine/reembed.py) adds while it fills: this machine's work in
+# progress, in the new model's dimension, not the bank's data (the target's own run, if any,
+# fills the rows an import writes).
+_MACHINE = " - 'embedding_next' - 'token_vectors_next'"
+
 # The facts (and, when asked, observations) whose rows travel with them.
 _UNITS = """(SELECT u.id FROM memory_units u WHERE u.bank_id = p.bank
     AND (p.docs IS NULL OR u.document_id = ANY(p.docs))
@@ -50,7 +55,7 @@ class Section:
 
     def export_sql(self) -> str:
         return (
-            f"SELECT (to_jsonb(t){self.extra})::text FROM {self.table} t, {_PARAMS}"
+            f"SELECT (to_jsonb(t){_MACHINE}{self.extra})::text FROM {self.table} t, {_PARAMS}"
             f" WHERE {self.where}"
         )
 
