@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 import asyncpg
@@ -27,6 +27,7 @@ from engine.auth.audit import AuditEntry, record_audit
 from engine.auth.keys import KeyVerifier, active_key_count
 from engine.auth.principal import OPEN, Principal, scope_rank
 from engine.settings import Settings
+from engine.transfer.storage import file_bank
 from server.errors import error_body
 from server.rate_limit import RateLimiter
 from server.services import Services
@@ -52,7 +53,14 @@ ADMIN_ROUTES = {
     ("DELETE", BANK_ROUTE + "/config"),
     ("GET", BANK_ROUTE + "/audit-logs"),
     ("GET", BANK_ROUTE + "/audit-logs/stats"),
+    # They create a bank (the clone, the restored one).
+    ("POST", BANK_ROUTE + "/clone"),
+    ("POST", BANK_ROUTE + "/transfer/import"),
 }
+# Multipart uploads: files to retain, transfer archives to import.
+UPLOAD_ROUTES = ("/files/retain", "/transfer/import", "/document-transfer")
+# A stored file names no bank in its path: the middleware scopes it by the file's bank.
+FILE_DOWNLOAD = "/v1/default/files/download/{key}"
 # In the default mode keys are required once one exists; how long a count is trusted.
 KEY_COUNT_TTL_S = 10.0
 # Enough of a write's JSON answer to read its operation id for the audit.
@@ -118,10 +126,11 @@ def _json_media(content_type: str) -> bool:
 
 
 def _upload(method: str, path: str, content_type: str) -> bool:
-    """File uploads (`POST .../files/retain`) are multipart, as Hindsight's client sends them;
-    a browser form can post multipart too, so only this route takes it."""
+    """File uploads (`POST .../files/retain`, archives to import) are multipart, as
+    Hindsight's client sends them; a browser form can post multipart too, so only these
+    routes take it."""
     media = content_type.split(";", 1)[0].strip().lower()
-    return method == "POST" and path.endswith("/files/retain") and media == "multipart/form-data"
+    return method == "POST" and path.endswith(UPLOAD_ROUTES) and media == "multipart/form-data"
 
 
 def _outcome(status: int) -> str:
@@ -172,6 +181,8 @@ class SecurityMiddleware:
         settings = services.settings
         method: str = scope["method"]
         need = classify(method, scope["path"], self.routes, scope)
+        if need.template == FILE_DOWNLOAD:
+            need = await _file_requirement(services, scope["path"], need)
         headers = Headers(scope=scope)
         started = datetime.now(UTC)
         scope.setdefault("state", {})
@@ -306,8 +317,19 @@ class SecurityMiddleware:
             log.error("audit: cannot record %s on %s: %s", entry.action, entry.bank_id, exc)
 
 
+async def _file_requirement(services: Services, path: str, need: Requirement) -> Requirement:
+    """A download needs to see the bank its file belongs to (an unknown key: the handler's
+    404)."""
+    key = path.rsplit("/", 1)[-1]
+    async with services.pool.acquire() as conn:
+        bank_id = await file_bank(conn, key)
+    return replace(need, bank_id=bank_id)
+
+
 def _refusal(principal: Principal, need: Requirement) -> JSONResponse | None:
     if need.bank_id is not None and not principal.sees(need.bank_id):
+        if need.template == FILE_DOWNLOAD:  # the key names no bank: neither does the answer
+            return error_body(404, "file not found")
         return error_body(404, f"bank not found: {need.bank_id}")
     bank = need.bank_id
     if scope_rank(principal.scope) < scope_rank(need.scope) or (

@@ -29,6 +29,7 @@ from activities.pipeline import PipelineActivities
 from activities.reembed import ReembedActivities
 from activities.reflect import ReflectActivities
 from activities.retain import RetainActivities
+from activities.transfer import TransferActivities
 from activities.webhooks import WebhookActivities
 from engine.db import Pool, create_pool, migrate
 from engine.embedding import Embedder, load_embedder
@@ -55,6 +56,7 @@ from workflows.pipeline import DocumentBatchWorkflow
 from workflows.reembed import ReembedWorkflow
 from workflows.reflect import ReflectWorkflow
 from workflows.retain import RetainWorkflow
+from workflows.transfer import TransferWorkflow
 from workflows.webhooks import WebhookDeliveryWorkflow
 
 log = logging.getLogger("engram.worker")
@@ -78,6 +80,7 @@ WORKFLOWS: Sequence[type] = (
     LifecycleWorkflow,
     WebhookDeliveryWorkflow,
     ReembedWorkflow,
+    TransferWorkflow,
 )
 
 
@@ -121,6 +124,7 @@ def activities_of(services: WorkerServices) -> list[Any]:
     lifecycle = LifecycleActivities(services.pool)
     webhooks = WebhookActivities(services.pool)
     reembed = ReembedActivities(services.pool, services.cpu, services.model_dir)
+    transfer = TransferActivities(services.pool)
     return [
         reembed.begin_reembed,
         reembed.reembed_batch,
@@ -128,6 +132,9 @@ def activities_of(services: WorkerServices) -> list[Any]:
         reembed.switch_reembed,
         reembed.sweep_reembed,
         reembed.abandon_reembed,
+        transfer.export_archive,
+        transfer.import_archive,
+        transfer.end_transfer,
         webhooks.queue_webhook_deliveries,
         webhooks.deliver_webhook,
         webhooks.fail_webhook_delivery,

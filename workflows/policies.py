@@ -96,6 +96,10 @@ WEBHOOK = ActivityPolicy(
     ),
 )
 BOOKKEEPING = ActivityPolicy(timedelta(seconds=30), _FAST_RETRY)
+# A bank's archive written or imported whole in one activity: long for a large bank, but the
+# heartbeat catches a dead worker, and a retried import resumes from its last committed batch
+# (engine/transfer/restore.py).
+TRANSFER = ActivityPolicy(timedelta(hours=6), _FAST_RETRY)
 
 # Fan-out bounds of the document pipeline (workflows/pipeline.py).
 # Chunks per extract_facts call. Every activity costs Temporal history events and server CPU

@@ -20,6 +20,7 @@ from server.routes import (
     recall,
     reflect,
     retain,
+    transfer,
     unsupported,
     webhooks,
 )
@@ -43,6 +44,7 @@ def api_routes() -> list[BaseRoute]:
         *insights.routes(),
         *llm_log.routes(),
         *webhooks.routes(),
+        *transfer.routes(),
         # Last: a real route for the same path and method wins over its placeholder.
         *unsupported.routes(),
     ]

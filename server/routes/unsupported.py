@@ -85,13 +85,6 @@ PENDING: dict[tuple[str, str], int] = {
     ("GET", f"{BANK}/documents/{{document_id}}/history"): 14,
     ("POST", f"{BANK}/memories/dry-run-extract"): 14,
     ("POST", f"{BANK}/entities/{{entity_id}}/regenerate"): 14,
-    ("GET", f"{BANK}/document-transfer"): 14,
-    ("POST", f"{BANK}/document-transfer"): 14,
-    ("POST", f"{BANK}/document-transfer/export"): 14,
-    ("POST", f"{BANK}/transfer/export"): 14,
-    ("POST", f"{BANK}/transfer/import"): 14,
-    ("POST", f"{BANK}/clone"): 14,
-    ("GET", "/v1/default/files/download/{key}"): 14,
 }
 
 

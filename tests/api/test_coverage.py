@@ -75,5 +75,7 @@ async def test_unsupported_and_pending_answer_501(plain_api: httpx.AsyncClient) 
     kb = await plain_api.get("/v1/default/banks/b1/knowledge-base/tree")
     assert kb.status_code == 501
     assert "mental-models" in kb.json()["use_instead"] and "not supported" in kb.json()["detail"]
-    clone = await plain_api.post("/v1/default/banks/b1/clone", json={})
-    assert clone.status_code == 501 and "issue 14" in clone.json()["detail"]
+    for (method, path), issue in list(PENDING.items())[:1]:
+        concrete = re.sub(r"\{[a-z_]+\}", "x1", path)
+        pending = await plain_api.request(method, concrete, json={})
+        assert pending.status_code == 501 and f"issue {issue}" in pending.json()["detail"]

@@ -4,6 +4,7 @@ bank scoped to the key, the audit trail of writes, and the request limits."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -140,6 +141,34 @@ async def test_chunks_and_imports_are_scoped_by_their_rows(
     status = f"/v1/default/imports/{started.json()['operation_id']}"
     assert (await api.get(status, headers=_auth(own))).status_code == 200
     assert (await api.get(status, headers=_auth(other))).status_code == 404
+
+
+async def test_downloads_are_scoped_to_their_file_bank(
+    api: httpx.AsyncClient, pool: Pool, admin: str, seeded: str
+) -> None:
+    export = await api.post(f"{BASE}/{seeded}/transfer/export", headers=_auth(admin))
+    assert export.status_code == 202, export.text
+    operation = f"{BASE}/{seeded}/operations/{export.json()['operation_id']}"
+    while True:
+        body = (await api.get(operation, headers=_auth(admin))).json()
+        if body["status"] in ("completed", "failed"):
+            break
+        await asyncio.sleep(0.05)
+    url = body["result_metadata"]["download_url"]
+    own = await _key(pool, seeded, "read")
+    other = await _key(pool, "bank-elsewhere", "admin")
+    assert (await api.get(url)).status_code == 401
+    downloaded = await api.get(url, headers=_auth(own))
+    assert downloaded.status_code == 200
+    assert downloaded.headers["content-type"] == "application/zip"
+    leaked = await api.get(url, headers=_auth(other))
+    assert leaked.status_code == 404 and seeded not in leaked.text
+    # Creating a bank (a clone, a restore) is bank management: admin only.
+    writer = await _key(pool, seeded, "write")
+    clone = await api.post(
+        f"{BASE}/{seeded}/clone", params={"target_bank_id": "x"}, headers=_auth(writer)
+    )
+    assert clone.status_code == 403
 
 
 async def test_mcp_and_console_prefixes_are_guarded(

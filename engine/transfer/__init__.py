@@ -1,0 +1,1 @@
+"""Moving a bank's data between banks and machines: transfer archives (docs/transfer.md)."""
