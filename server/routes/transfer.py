@@ -433,5 +433,6 @@ def routes() -> list[BaseRoute]:
             methods=["GET"],
             tag=tag,
             summary="Download a stored file (an export's archive), scoped to its bank",
+            response_media="application/zip",
         ),
     ]
