@@ -26,3 +26,15 @@ SET token_vectors = CASE WHEN {embedding_dim} % 2 = 0 THEN
                octet_length(token_vectors) / ({embedding_dim} + 2) * {embedding_dim} + 1)
     END
 WHERE octet_length(token_vectors) > 0 AND octet_length(token_vectors) % ({embedding_dim} + 2) = 0;
+
+-- A re-embedding run (engine/reembed.py) filling beside the live vectors wrote its next token
+-- vectors as int8, in the next model's width: they are dropped, with their sentence vectors,
+-- so the run fills those facts again in the new format.
+DO $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM information_schema.columns
+               WHERE table_name = 'memory_units' AND column_name = 'token_vectors_next') THEN
+        EXECUTE 'UPDATE memory_units SET embedding_next = NULL, token_vectors_next = NULL'
+                ' WHERE token_vectors_next IS NOT NULL';
+    END IF;
+END $$;

@@ -78,9 +78,8 @@ async def test_int8_token_vectors_are_converted_and_the_bank_keeps_answering(
             await ensure_bank(conn, bank)
             for fact_id, text, vector, matrix in zip(ids, FACTS, pooled, tokens, strict=True):
                 await conn.execute(_INSERT, fact_id, bank, text, vector, int8_blob(matrix))
-        assert await migrate(dsn, embedder.dimension, embedder.space) == [
-            "0014_int4_token_vectors.sql"
-        ]
+        applied = await migrate(dsn, embedder.dimension, embedder.space)
+        assert "0014_int4_token_vectors.sql" in applied
         async with pool.acquire() as conn:
             stored = {
                 str(r["id"]): r["token_vectors"]
