@@ -37,10 +37,10 @@ from bench.recall_latency import (
     DAYS,
     SEED,
     START,
-    _lazy_temporal,
-    _never,
     bank_counts,
     build_bank,
+    lazy_temporal,
+    never,
 )
 from bench.synthetic_facts import generate_facts
 from engine.db import create_pool, migrate
@@ -121,8 +121,8 @@ async def time_routes(database_url: str, facts: int, repeat: int) -> dict[str, A
         counts = await bank_counts(pool)
         print("bank:", ", ".join(f"{k} {v:,}" for k, v in counts.items()), flush=True)
         settings = Settings(home=Path("."), database_url=database_url)
-        app = create_app(_never)
-        app.state.services = Services(settings, pool, await _lazy_temporal(), embedder, cpu)
+        app = create_app(never)
+        app.state.services = Services(settings, pool, await lazy_temporal(), embedder, cpu)
         figures: dict[str, Any] = {"facts": counts["facts"], "entities": counts["entities"]}
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://engram.bench") as http:

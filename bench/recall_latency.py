@@ -109,7 +109,7 @@ class Figures:
     token_cache_hit_rate: float  # over the timed recalls
 
 
-def _percentile(sorted_values: list[float], q: float) -> float:
+def percentile(sorted_values: list[float], q: float) -> float:
     if not sorted_values:
         return 0.0
     index = min(len(sorted_values) - 1, max(0, round(q * (len(sorted_values) - 1))))
@@ -190,7 +190,7 @@ async def _name_entities(
         await conn.execute(_SET_ENTITY_IDS, fact_ids, per_fact)
 
 
-async def _store_document(
+async def store_document(
     pool: Pool,
     embedder: Embedder,
     cpu: ThreadPoolExecutor,
@@ -263,7 +263,7 @@ async def build_bank(
         nonlocal done
         while not queue.empty():
             document_id, part = queue.get_nowait()
-            await _store_document(pool, embedder, cpu, gate, BANK, document_id, part)
+            await store_document(pool, embedder, cpu, gate, BANK, document_id, part)
             done += 1
             if done % 100 == 0:
                 elapsed = time.perf_counter() - started
@@ -312,11 +312,13 @@ def _body(query: SyntheticQuery, trace: bool = False) -> dict[str, Any]:
     }
 
 
-async def _arms_fired(client: httpx.AsyncClient, queries: list[SyntheticQuery]) -> Counter[str]:
+async def arms_fired(
+    client: httpx.AsyncClient, queries: list[SyntheticQuery], bank: str = BANK
+) -> Counter[str]:
     """How many of these queries each arm returned candidates for (traced, untimed)."""
     fired: Counter[str] = Counter()
     for query in queries:
-        response = await client.post(URL.format(bank=BANK), json=_body(query, trace=True))
+        response = await client.post(URL.format(bank=bank), json=_body(query, trace=True))
         response.raise_for_status()
         for arm, info in response.json()["trace"]["arms"].items():
             fired[arm] += info["candidates"] > 0
@@ -324,7 +326,7 @@ async def _arms_fired(client: httpx.AsyncClient, queries: list[SyntheticQuery]) 
 
 
 async def measure(
-    client: httpx.AsyncClient, queries: list[SyntheticQuery], clients: int
+    client: httpx.AsyncClient, queries: list[SyntheticQuery], clients: int, bank: str = BANK
 ) -> tuple[list[float], int, float]:
     """Client-side milliseconds of the successful recalls, errors, wall seconds."""
     latencies: list[float] = []
@@ -337,7 +339,7 @@ async def measure(
             query = queries[next_index]
             next_index += 1
             started = time.perf_counter()
-            response = await client.post(URL.format(bank=BANK), json=_body(query))
+            response = await client.post(URL.format(bank=bank), json=_body(query))
             elapsed = (time.perf_counter() - started) * 1000
             if response.status_code != 200:
                 errors += 1
@@ -362,12 +364,12 @@ async def _blob_sources(client: httpx.AsyncClient) -> tuple[float, float]:
     return counts["cache"], counts["database"]
 
 
-async def _lazy_temporal() -> Client:
+async def lazy_temporal() -> Client:
     """Recall never talks to Temporal; the services record wants a client all the same."""
     return await Client.connect("127.0.0.1:1", lazy=True)
 
 
-def _never() -> AbstractAsyncContextManager[Services]:
+def never() -> AbstractAsyncContextManager[Services]:
     raise AssertionError("the lifespan does not run under the ASGI transport")
 
 
@@ -391,8 +393,8 @@ async def run(args: argparse.Namespace, database_url: str) -> Figures:
             database_url=database_url,
             recall_token_cache_mb=args.token_cache_mb,
         )
-        services = Services(settings, pool, await _lazy_temporal(), embedder, cpu)
-        app = create_app(_never)
+        services = Services(settings, pool, await lazy_temporal(), embedder, cpu)
+        app = create_app(never)
         app.state.services = services
         queries = generate_queries(
             args.queries + args.warmup, vocab, seed=SEED, start=START, days=days
@@ -403,14 +405,14 @@ async def run(args: argparse.Namespace, database_url: str) -> Figures:
         async with httpx.AsyncClient(
             transport=transport, base_url="http://engram.bench", timeout=60
         ) as client:
-            fired = await _arms_fired(client, rng.sample(warmup, min(50, len(warmup))))
+            fired = await arms_fired(client, rng.sample(warmup, min(50, len(warmup))))
             print(f"arms with candidates (of {min(50, len(warmup))} traced queries):", dict(fired))
             await measure(client, warmup, args.clients)
             cached, read = await _blob_sources(client)
             latencies, errors, seconds = await measure(client, timed, args.clients)
             cached_after, read_after = await _blob_sources(client)
             hits, misses = cached_after - cached, read_after - read
-            server = await _server_timings(client, timed[: min(100, len(timed))])
+            server = await server_timings(client, timed[: min(100, len(timed))])
         ordered = sorted(latencies)
         return Figures(
             facts=counts["facts"],
@@ -418,9 +420,9 @@ async def run(args: argparse.Namespace, database_url: str) -> Figures:
             queries=len(timed),
             errors=errors,
             seconds=round(seconds, 2),
-            p50_ms=round(_percentile(ordered, 0.50), 1),
-            p95_ms=round(_percentile(ordered, 0.95), 1),
-            p99_ms=round(_percentile(ordered, 0.99), 1),
+            p50_ms=round(percentile(ordered, 0.50), 1),
+            p95_ms=round(percentile(ordered, 0.95), 1),
+            p99_ms=round(percentile(ordered, 0.99), 1),
             mean_ms=round(statistics.fmean(ordered), 1) if ordered else 0.0,
             throughput_qps=round(len(latencies) / seconds, 1) if seconds else 0.0,
             arms_fired=dict(fired),
@@ -433,13 +435,13 @@ async def run(args: argparse.Namespace, database_url: str) -> Figures:
         await pool.close()
 
 
-async def _server_timings(
-    client: httpx.AsyncClient, queries: list[SyntheticQuery]
+async def server_timings(
+    client: httpx.AsyncClient, queries: list[SyntheticQuery], bank: str = BANK
 ) -> dict[str, float]:
     """Median per-stage and per-arm server timings, one query at a time (traced)."""
     stages: dict[str, list[float]] = {}
     for query in queries:
-        response = await client.post(URL.format(bank=BANK), json=_body(query, trace=True))
+        response = await client.post(URL.format(bank=bank), json=_body(query, trace=True))
         response.raise_for_status()
         trace = response.json()["trace"]
         for name, value in trace["timings_ms"].items():

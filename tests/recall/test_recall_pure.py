@@ -113,17 +113,19 @@ def test_token_estimate_is_a_quarter_of_the_characters_rounded_up() -> None:
     assert estimate_tokens("abcde") == 2
 
 
-def test_token_vectors_round_trip_within_int8_precision() -> None:
+@pytest.mark.parametrize("dimension", [384, 7])
+def test_token_vectors_round_trip_within_int4_precision(dimension: int) -> None:
     rng = np.random.default_rng(7)
-    tokens = rng.standard_normal((13, 384)).astype(np.float32)
+    tokens = rng.standard_normal((13, dimension)).astype(np.float32)
     tokens /= np.linalg.norm(tokens, axis=1, keepdims=True)
     blob = encode_token_vectors(tokens)
-    assert len(blob) == 13 * (384 + 2)
-    decoded = decode_token_vectors(blob, 384)
-    assert decoded.shape == (13, 384)
-    assert np.abs(decoded - tokens).max() < 0.01
+    assert len(blob) == 13 * ((dimension + 1) // 2 + 2)
+    decoded = decode_token_vectors(blob, dimension)
+    assert decoded.shape == (13, dimension)
+    # Half a bin: 8 · max|row| / 127 of the row's largest value.
+    assert (np.abs(decoded - tokens) <= np.abs(tokens).max(axis=1, keepdims=True) / 15).all()
     cosines = (decoded * tokens).sum(axis=1) / np.linalg.norm(decoded, axis=1)
-    assert cosines.min() > 0.999
+    assert cosines.min() > 0.985
 
 
 def test_empty_token_vectors_encode_to_nothing() -> None:

@@ -55,7 +55,7 @@ def test_maxsim_equals_the_formula_on_stored_vectors(embedder: Embedder) -> None
     scores = MaxSimReranker(embedder.dimension).score(query, q_tokens, rows)
     _, doc_tokens = embedder.embed_with_tokens([r.text for r in rows])
     expected = [brute_maxsim(q_tokens, d) for d in doc_tokens]
-    assert scores == pytest.approx(expected, abs=0.01)  # int8 storage
+    assert scores == pytest.approx(expected, abs=0.01)  # int4 storage
     assert scores[0] > scores[1]
 
 

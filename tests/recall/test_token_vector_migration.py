@@ -1,0 +1,107 @@
+"""Migration 0014: a database whose facts carry int8 token vectors (the format before it) is
+converted to int4 in place, and keeps answering recalls with the converted vectors."""
+
+from __future__ import annotations
+
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import asyncpg
+import httpx
+import numpy as np
+from numpy.typing import NDArray
+from temporalio.testing import WorkflowEnvironment
+
+from engine.db import create_pool, load_migrations, migrate
+from engine.embedding import Embedder
+from engine.recall.vectors import decode_token_vectors, row_bytes
+from engine.store.banks import ensure_bank
+from engram.postgres import EmbeddedPostgres
+from recall.recall_support import BASE, recall_app
+
+FACTS = (
+    "Dana adopted a kitten from the animal shelter.",
+    "The warehouse access code is ZX-4471.",
+    "Ivo works as a lighthouse keeper in Porto.",
+    "Priya visited the botanical garden in June.",
+)
+
+_INSERT = """
+INSERT INTO memory_units (id, bank_id, fact_type, text, embedding, token_vectors, token_count)
+VALUES ($1, $2, 'world', $3, $4, $5, 8)
+"""
+
+
+def int8_blob(tokens: NDArray[np.float32]) -> bytes:
+    """Token vectors as stored before migration 0014: int8 rows, then float16 row scales."""
+    scales = np.maximum(np.abs(tokens).max(axis=1), 1e-12) / 127.0
+    codes = np.clip(np.rint(tokens / scales[:, None]), -127, 127).astype(np.int8)
+    blob: bytes = codes.tobytes() + scales.astype(np.float16).tobytes()
+    return blob
+
+
+async def migrate_before_0014(dsn: str, dimension: int) -> None:
+    conn = await asyncpg.connect(dsn)
+    try:
+        await conn.execute(
+            "CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL,"
+            " applied_at timestamptz NOT NULL DEFAULT now())"
+        )
+        for migration in load_migrations():
+            if migration.version < 14:
+                await conn.execute(migration.sql.replace("{embedding_dim}", str(dimension)))
+                await conn.execute(
+                    "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)",
+                    migration.version,
+                    migration.name,
+                )
+    finally:
+        await conn.close()
+
+
+async def test_int8_token_vectors_are_converted_and_the_bank_keeps_answering(
+    tmp_path: Path,
+    postgres: EmbeddedPostgres,
+    temporal_env: WorkflowEnvironment,
+    embedder: Embedder,
+    cpu: ThreadPoolExecutor,
+) -> None:
+    dsn = postgres.create_database(f"t_int8_{uuid.uuid4().hex[:10]}")
+    await migrate_before_0014(dsn, embedder.dimension)
+    pooled, tokens = embedder.embed_with_tokens(list(FACTS))
+    ids = [str(uuid.uuid4()) for _ in FACTS]
+    bank = "before-0014"
+    pool = await create_pool(dsn, max_size=4)
+    try:
+        async with pool.acquire() as conn:
+            await ensure_bank(conn, bank)
+            for fact_id, text, vector, matrix in zip(ids, FACTS, pooled, tokens, strict=True):
+                await conn.execute(_INSERT, fact_id, bank, text, vector, int8_blob(matrix))
+        applied = await migrate(dsn, embedder.dimension, embedder.space)
+        assert "0014_int4_token_vectors.sql" in applied
+        async with pool.acquire() as conn:
+            stored = {
+                str(r["id"]): r["token_vectors"]
+                for r in await conn.fetch("SELECT id, token_vectors FROM memory_units")
+            }
+        for fact_id, matrix in zip(ids, tokens, strict=True):
+            blob = stored[fact_id]
+            assert len(blob) == matrix.shape[0] * row_bytes(embedder.dimension)
+            decoded = decode_token_vectors(blob, embedder.dimension)
+            cosines = (decoded * matrix).sum(axis=1) / np.linalg.norm(decoded, axis=1)
+            assert cosines.min() > 0.97, cosines
+
+        application = recall_app(tmp_path, pool, temporal_env, embedder, cpu)
+        transport = httpx.ASGITransport(app=application)
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+            response = await client.post(
+                f"{BASE}/{bank}/memories/recall",
+                json={"query": "Which pet did Dana adopt?", "trace": True},
+            )
+        assert response.status_code == 200, response.text
+        body = response.json()
+        assert body["results"][0]["id"] == ids[0]
+        assert body["trace"]["rerank"]["reranker"] == "maxsim"
+    finally:
+        await pool.close()
