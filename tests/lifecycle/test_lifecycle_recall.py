@@ -99,6 +99,9 @@ async def test_states_validity_and_reinforcement(
         for r in await recall(api, bank_id, "Where does Maya live?", as_of="2025-03-01T00:00:00Z")
     ]
     assert lisbon in then and porto not in then  # valid then, as known then
+    # ... and ranked as what was current then: superseded *now* does not demote it below the
+    # (since archived) tea fact, which matches the question worse.
+    assert then[0] == lisbon
 
     services = app.state.services
     assert services.access.pending > 0  # recorded, not yet written
