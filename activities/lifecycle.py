@@ -70,7 +70,9 @@ class LifecycleActivities:
     async def lifecycle_batch(self, batch: LifecycleBatchRequest) -> LifecycleBatchResult:
         policy = LifecyclePolicy(**batch.policy)
         async with self._pool.acquire() as conn:
-            counts = await run_batch(conn, batch.bank_id, policy, batch.now, batch.after_id)
+            counts = await run_batch(
+                conn, batch.bank_id, policy, batch.now, batch.after_id, batch.size
+            )
             await update_operation(
                 conn,
                 batch.operation_id,

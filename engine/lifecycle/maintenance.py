@@ -23,9 +23,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from engine.db import Connection
+from engine.lifecycle.payloads import BATCH_SIZE
 from engine.lifecycle.policy import LifecyclePolicy
-
-BATCH_SIZE = 500
 
 _BATCH = """
 SELECT id FROM memory_units
