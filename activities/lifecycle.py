@@ -86,6 +86,8 @@ class LifecycleActivities:
             counts.merged,
             counts.deleted,
             counts.last_id,
+            counts.observations_retracted,
+            list(counts.models),
         )
 
     @activity.defn

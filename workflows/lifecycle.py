@@ -28,6 +28,8 @@ with workflow.unsafe.imports_passed_through():
         LifecycleStart,
     )
     from workflows import policies
+    from workflows.consolidation import request_consolidation
+    from workflows.mental_models import request_refresh
 
 COUNTS = ("scanned", "decayed", "archived", "merged", "deleted")
 
@@ -56,9 +58,11 @@ class LifecycleWorkflow:
                 return dict.fromkeys(COUNTS, 0)
             policy, after, seq = plan.policy, None, 0
             counts = dict.fromkeys(COUNTS, 0)
+            retracted, models = 0, set[str]()
         else:
             operation_id, policy = resume.operation_id, resume.policy
             after, seq, counts = resume.after_id, resume.seq, dict(resume.counts)
+            retracted, models = resume.observations_retracted, set(resume.models)
         ran = 0
         while True:
             batch: LifecycleBatchResult = await workflow.execute_activity_method(
@@ -72,6 +76,8 @@ class LifecycleWorkflow:
             )
             for name in COUNTS:
                 counts[name] += getattr(batch, name)
+            retracted += batch.observations_retracted
+            models.update(batch.models)
             seq += 1
             ran += 1
             if batch.last_id is None:
@@ -87,7 +93,9 @@ class LifecycleWorkflow:
                     replace(
                         request,
                         now=now,
-                        resume=LifecycleResume(operation_id, policy, after, seq, counts),
+                        resume=LifecycleResume(
+                            operation_id, policy, after, seq, counts, retracted, sorted(models)
+                        ),
                     )
                 )
         await workflow.execute_activity_method(
@@ -97,4 +105,11 @@ class LifecycleWorkflow:
             retry_policy=policies.BOOKKEEPING.retry,
             heartbeat_timeout=policies.BOOKKEEPING.heartbeat,
         )
+        if (retracted or models) and workflow.patched("lifecycle-followups"):
+            # Evidence went away: observations are rebuilt from what is left and the mental
+            # models that cited it are refreshed (both outlive this run).
+            if retracted:
+                await request_consolidation(request.bank_id, "lifecycle")
+            for model_id in sorted(models):
+                await request_refresh(request.bank_id, model_id, "lifecycle")
         return counts

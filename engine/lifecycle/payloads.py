@@ -22,6 +22,8 @@ class LifecycleResume:
     after_id: str
     seq: int
     counts: dict[str, int]
+    observations_retracted: int = 0
+    models: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -72,6 +74,9 @@ class LifecycleBatchResult:
     merged: int
     deleted: int
     last_id: str | None
+    # What the batch leaves for others: observations to rebuild, mental models to refresh.
+    observations_retracted: int = 0
+    models: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

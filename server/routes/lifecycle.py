@@ -27,6 +27,7 @@ from engine.recall.vectors import encode_token_vectors
 from engine.store.banks import get_bank
 from engine.store.memories import get_memory
 from server.http import json_response, parse_body, path_param, services_of
+from server.lifecycle import after_erasure
 from server.retain import parse_timestamp
 from server.routes.memories import STATES_FROM_WIRE, memory_item
 from server.schemas import Request as Body
@@ -150,10 +151,11 @@ async def _forget(request: Request, where: ForgetFilter, dry_run: bool) -> Forge
     bank_id = path_param(request, "bank_id")
     services = services_of(request)
     async with services.pool.acquire() as conn:
-        await get_bank(conn, bank_id)
+        bank = await get_bank(conn, bank_id)
         result = await forget(conn, bank_id, where, dry_run=dry_run)
     if not dry_run:
         services.recall.token_cache.discard(result.ids + result.observations_retracted)
+        await after_erasure(services, bank, result)
     return result
 
 
