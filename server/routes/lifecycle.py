@@ -47,6 +47,8 @@ class UpdateMemoryIn(Body):
     state: str | None = None
     reason: str | None = None
     entities: list[str] | None = None
+    # Accepted for Hindsight's clients; names are always matched literally (relink.py).
+    resolve_entities: bool = True
 
 
 class ForgetIn(Body):
@@ -96,8 +98,6 @@ async def update_memory_route(request: Request) -> Response:
     bank_id = path_param(request, "bank_id")
     memory_id = path_param(request, "memory_id")
     body = await parse_body(request, UpdateMemoryIn)
-    if body.entities is not None:
-        raise InvalidInput("entities", "replacing a fact's entities is not supported yet")
     state = None
     if body.state is not None:
         if body.state not in STATES_FROM_WIRE:
@@ -110,6 +110,7 @@ async def update_memory_route(request: Request) -> Response:
         tags=body.tags,
         state=state,
         reason=body.reason or "",
+        entities=body.entities,
         occurred_start=_optional_date(body.occurred_start, "occurred_start"),
         occurred_end=_optional_date(body.occurred_end, "occurred_end"),
     ).validated()
