@@ -1,4 +1,5 @@
-"""Lifecycle activities: begin (operation row, the bank's policy), one batch, finish."""
+"""Lifecycle activities: begin (operation row, the bank's policy), one batch, finish; and the
+retain pipeline's LLM supersession of newly stored facts."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from engine.db import Pool
 from engine.errors import NotFound
+from engine.lifecycle.llm_detect import apply_llm_supersession
 from engine.lifecycle.maintenance import run_batch
 from engine.lifecycle.payloads import (
     LifecycleBatchRequest,
@@ -17,6 +19,8 @@ from engine.lifecycle.payloads import (
 )
 from engine.lifecycle.policy import LifecyclePolicy
 from engine.lifecycle.schedule import lifecycle_schedule_id
+from engine.llm import LLMClient, llm_scope
+from engine.retain.payloads import StagedFacts
 from engine.store.banks import get_bank
 from engine.store.operations import register_operation, update_operation
 
@@ -24,8 +28,24 @@ OPERATION_KIND = "lifecycle"
 
 
 class LifecycleActivities:
-    def __init__(self, pool: Pool) -> None:
+    def __init__(self, pool: Pool, llm: LLMClient | None = None) -> None:
         self._pool = pool
+        self._llm = llm
+
+    @activity.defn
+    async def supersede_facts(self, facts: StagedFacts) -> int:
+        """Ask the model which stored facts each new one replaces (engine/lifecycle/
+        llm_detect.py); returns the supersessions applied. Idempotent: a fact already
+        superseded is not superseded again. Without an LLM there is nothing to ask (the
+        local rules ran in the upsert)."""
+        if self._llm is None:
+            return 0
+        async with self._pool.acquire() as conn:
+            with llm_scope(facts.bank_id, "supersession"):
+                applied = await apply_llm_supersession(
+                    conn, self._llm, facts.bank_id, facts.fact_ids
+                )
+        return len(applied)
 
     @activity.defn
     async def begin_lifecycle(self, start: LifecycleStart) -> LifecyclePlan:
@@ -50,7 +70,9 @@ class LifecycleActivities:
     async def lifecycle_batch(self, batch: LifecycleBatchRequest) -> LifecycleBatchResult:
         policy = LifecyclePolicy(**batch.policy)
         async with self._pool.acquire() as conn:
-            counts = await run_batch(conn, batch.bank_id, policy, batch.now, batch.after_id)
+            counts = await run_batch(
+                conn, batch.bank_id, policy, batch.now, batch.after_id, batch.size
+            )
             await update_operation(
                 conn,
                 batch.operation_id,
@@ -64,6 +86,8 @@ class LifecycleActivities:
             counts.merged,
             counts.deleted,
             counts.last_id,
+            counts.observations_retracted,
+            list(counts.models),
         )
 
     @activity.defn

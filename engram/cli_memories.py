@@ -54,6 +54,9 @@ def add_commands(commands: Any, command: Any, banked: argparse.ArgumentParser) -
     edit.add_argument("--occurred-start", help="ISO-8601; '' clears it")
     edit.add_argument("--occurred-end", help="ISO-8601; '' clears it")
     edit.add_argument("--tag", action="append", help="replace the tags (repeatable)")
+    edit.add_argument(
+        "--entity", action="append", help="replace the entities (repeatable; matched by name)"
+    )
     edit.add_argument("--state", choices=("valid", "invalidated"))
     edit.add_argument("--reason", help="why, kept in the history")
 
@@ -99,6 +102,7 @@ def cmd_memories(client: EngramClient, args: argparse.Namespace, out: TextIO) ->
         "occurred_start": args.occurred_start,
         "occurred_end": args.occurred_end,
         "tags": args.tag,
+        "entities": args.entity,
         "state": args.state,
         "reason": args.reason,
     }

@@ -1,5 +1,6 @@
 """A bank's lifecycle schedule on the Temporal side: created with the bank's first write,
-updated when its cron changes, deleted with the bank (docs/lifecycle.md)."""
+updated when its cron changes, deleted with the bank (docs/lifecycle.md); and what an
+erasure leaves for the workers: observations to rebuild, mental models to refresh."""
 
 from __future__ import annotations
 
@@ -16,11 +17,15 @@ from temporalio.client import (
 )
 from temporalio.service import RPCError, RPCStatusCode
 
+from engine.consolidation.payloads import ConsolidationRequest
 from engine.errors import InvalidInput
+from engine.lifecycle.erasure import ForgetResult
 from engine.lifecycle.payloads import LifecycleRequest
 from engine.lifecycle.schedule import lifecycle_schedule_id, record_schedule, scheduled_cron
 from engine.store.banks import Bank
+from server.mental_models import submit_refresh
 from server.services import Services
+from workflows.consolidation import ConsolidationWorkflow, consolidation_workflow_id
 from workflows.lifecycle import LifecycleWorkflow, lifecycle_workflow_id
 
 
@@ -70,3 +75,22 @@ async def delete_lifecycle_schedule(client: Client, bank_id: str) -> None:
     except RPCError as exc:
         if exc.status != RPCStatusCode.NOT_FOUND:
             raise
+
+
+async def after_erasure(services: Services, bank: Bank, result: ForgetResult) -> None:
+    """The erasure retracted observations (their other evidence now waits for consolidation)
+    and emptied mental models that cited a forgotten fact: start the bank's consolidation (or
+    tell the running one to make another pass) and refresh those models, so both are rebuilt
+    from what is left. Both run on their own; the erasure itself is already committed."""
+    if result.dry_run:
+        return
+    if result.observations_retracted and bank.config.enable_observations:
+        await services.temporal.start_workflow(
+            ConsolidationWorkflow.run,
+            ConsolidationRequest(bank.bank_id, "forget"),
+            id=consolidation_workflow_id(bank.bank_id),
+            task_queue=services.settings.task_queue,
+            start_signal="more",
+        )
+    for model_id in result.mental_models_affected:
+        await submit_refresh(services, bank.bank_id, model_id, "lifecycle", force=True)

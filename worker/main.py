@@ -121,7 +121,7 @@ def activities_of(services: WorkerServices) -> list[Any]:
         ReflectSearch(services.pool, services.embedder, services.cpu, recall),
         services.llm,
     )
-    lifecycle = LifecycleActivities(services.pool)
+    lifecycle = LifecycleActivities(services.pool, services.llm)
     webhooks = WebhookActivities(services.pool)
     reembed = ReembedActivities(services.pool, services.cpu, services.model_dir)
     transfer = TransferActivities(services.pool)
@@ -141,6 +141,7 @@ def activities_of(services: WorkerServices) -> list[Any]:
         lifecycle.begin_lifecycle,
         lifecycle.lifecycle_batch,
         lifecycle.finish_lifecycle,
+        lifecycle.supersede_facts,
         pipeline.list_documents,
         pipeline.claim_documents,
         pipeline.plan_documents,

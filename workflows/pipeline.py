@@ -18,9 +18,10 @@ import math
 from collections.abc import Awaitable, Callable
 
 from temporalio import workflow
-from temporalio.exceptions import ChildWorkflowError, FailureError
+from temporalio.exceptions import ActivityError, ChildWorkflowError, FailureError
 
 with workflow.unsafe.imports_passed_through():
+    from activities.lifecycle import LifecycleActivities
     from activities.pipeline import PipelineActivities
     from activities.retain import RetainActivities
     from engine.retain.payloads import (
@@ -205,8 +206,36 @@ class DocumentBatchWorkflow:
             **options(policies.DATABASE),
         )
         await signal_released(stored.waiters)
+        if (
+            job.options.extraction_mode == "llm"
+            and fact_ids
+            and workflow.patched("llm-supersession")
+        ):
+            await self._supersede(job, fact_ids)
         failed += [DocumentFailure(f.seq, names[f.seq], f.message) for f in stored.failed]
         return BatchResult(stored.done, failed)
+
+    async def _supersede(self, job: BatchJob, fact_ids: list[str]) -> None:
+        """The `llm` path of supersession (docs/lifecycle.md), after the upsert: a model call
+        cannot sit inside the upsert's transaction. The local rules already ran there, so a
+        call that fails after its retries leaves their answer standing and the batch goes on
+        (the facts are stored; nothing is lost)."""
+
+        async def call(ids: list[str]) -> None:
+            try:
+                await workflow.execute_activity_method(
+                    LifecycleActivities.supersede_facts,
+                    StagedFacts(job.bank_id, job.operation_id, ids),
+                    **options(policies.SUPERSEDE),
+                )
+            except ActivityError as exc:
+                workflow.logger.warning(
+                    "llm supersession of %d facts failed, the local rules stand: %s",
+                    len(ids),
+                    exc.cause or exc,
+                )
+
+        await self._each(fact_ids, policies.SUPERSEDE_BATCH, call)
 
     async def _extract(self, job: BatchJob, planned: list[PlannedDocument]) -> list[str]:
         calls = extraction_slices(planned, policies.EXTRACT_BATCH)

@@ -100,6 +100,18 @@ BOOKKEEPING = ActivityPolicy(timedelta(seconds=30), _FAST_RETRY)
 # heartbeat catches a dead worker, and a retried import resumes from its last committed batch
 # (engine/transfer/restore.py).
 TRANSFER = ActivityPolicy(timedelta(hours=6), _FAST_RETRY)
+# LLM supersession after the upsert (one model call per new fact): a timeout, 5xx or rate
+# limit is retried with backoff; when the retries are spent the pipeline goes on with what
+# the local rules decided in the upsert (workflows/pipeline.py).
+SUPERSEDE = ActivityPolicy(
+    timedelta(minutes=10),
+    RetryPolicy(
+        initial_interval=timedelta(seconds=1),
+        backoff_coefficient=2.0,
+        maximum_interval=timedelta(minutes=1),
+        maximum_attempts=4,
+    ),
+)
 
 # Fan-out bounds of the document pipeline (workflows/pipeline.py).
 # Chunks per extract_facts call. Every activity costs Temporal history events and server CPU
@@ -116,6 +128,8 @@ EMBED_BATCH = 1024
 # links.IN_FLIGHT_LIMIT), so linking in large batches pays that fixed cost less often. LoCoMo:
 # 256 took 61 calls and 239 s of activity time, 1024 took 19 calls and 108 s (loaded machine).
 LINK_BATCH = 1024
+# New facts per supersede_facts call (each fact is one model call, made in turn).
+SUPERSEDE_BATCH = 32
 # Facts per resolve_entities call (one transaction each).
 RESOLVE_BATCH = 1024
 # Documents per batch workflow, and items (or import records) per batch: many small documents

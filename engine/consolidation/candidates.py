@@ -96,7 +96,7 @@ CROSS JOIN LATERAL (
            m.token_vectors, m.embedding <=> $3 AS distance
     FROM memory_units m
     WHERE m.id = o.observation_id AND m.bank_id = $1 AND m.fact_type = 'observation'
-      AND {_IN_SCOPE}
+      AND m.state = 'active' AND {_IN_SCOPE}
       AND ((o.claim->>'subject' = $4 AND o.claim->>'aspect' = $5)
            OR (1 - (m.embedding <=> $3) >= $7 AND {_SHARES_ENTITY.replace("$ENT", "$6")}))
     OFFSET 0
@@ -113,12 +113,14 @@ SELECT m.id::text AS id, m.text, 1 - (m.embedding <=> $3) AS similarity, o.claim
        m.token_vectors
 FROM memory_units m JOIN observations o ON o.observation_id = m.id
 WHERE m.bank_id = $1 AND o.bank_id = $1 AND m.fact_type = 'observation' AND {_IN_SCOPE}
-  AND m.id <> $4::uuid
+  AND m.state = 'active' AND m.id <> $4::uuid
   AND (1 - (m.embedding <=> $3) >= $5 OR (o.claim->>'subject' = $6 AND o.claim->>'aspect' = $7))
 ORDER BY m.embedding <=> $3, m.id
 LIMIT $8
 """
 
+# Only active memories take part (docs/lifecycle.md): an archived or superseded fact is no
+# evidence for a new observation, and an archived observation is not grown again.
 # Older facts of the scope that no observation uses yet, sharing an entity with the fact.
 # A fact with entities reads the facts that share one through unit_entities' (entity, unit)
 # index and measures only those: the whole bank was measured before, so each fact cost more
@@ -130,7 +132,7 @@ _PEER_COLUMNS = """m.id::text AS id, m.text, 1 - (m.embedding <=> $3) AS similar
        NULL::jsonb AS claim, coalesce(m.occurred_start, m.mentioned_at, m.created_at) AS event_at,
        m.created_at, m.embedding, m.token_vectors"""
 _PEER_FILTER = f"""m.bank_id = $1 AND m.fact_type <> 'observation' AND {_IN_SCOPE}
-  AND m.consolidated_at IS NOT NULL AND m.id <> $4::uuid
+  AND m.state = 'active' AND m.consolidated_at IS NOT NULL AND m.id <> $4::uuid
   AND NOT EXISTS (SELECT 1 FROM observation_evidence e WHERE e.fact_id = m.id)
   AND 1 - (m.embedding <=> $3) >= $6"""
 _PEERS_BY_ENTITY = f"""

@@ -1,8 +1,11 @@
 """Reinforcement: recall records the facts it returned, flushed in batches off the request path.
 
-`record` only adds ids to an in-memory counter (no I/O, no await), so a recall never waits
-for it; `run` flushes every `interval` seconds (or sooner once `max_pending` ids wait) with
-one UPDATE per bank. A crash loses at most one interval's accesses, which the issue accepts.
+`record` only adds ids to an in-memory counter (no I/O, no await), so a recall (or a reflect
+answer, for the facts it rests on: server/routes/reflect.py) never waits for it; `run`
+flushes every `interval` seconds (or sooner once `max_pending` ids wait) with one UPDATE per
+bank, at the bank's `reinforce_step` (its lifecycle policy, read at flush time; a bank
+deleted meanwhile is skipped). A crash loses at most one interval's accesses, which the
+issue accepts.
 Reinforcement: access_count += n, last_accessed_at = now, and per access
     strength ← strength + step · (1 − strength)
 (n accesses: strength ← 1 − (1 − strength)·(1 − step)^n), so strength approaches 1 and never
@@ -21,6 +24,8 @@ from datetime import UTC, datetime
 import asyncpg
 
 from engine.db import Connection, Pool
+from engine.errors import NotFound
+from engine.store.banks import get_bank
 
 log = logging.getLogger(__name__)
 
@@ -81,7 +86,10 @@ class AccessBuffer:
         for bank_id, counts in pending.items():
             try:
                 async with self._pool.acquire() as conn:
-                    written += await reinforce(conn, bank_id, dict(counts), now)
+                    step = (await get_bank(conn, bank_id)).config.lifecycle_policy.reinforce_step
+                    written += await reinforce(conn, bank_id, dict(counts), now, step)
+            except NotFound:
+                log.info("dropped %d accesses of bank %s: deleted", len(counts), bank_id)
             except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
                 log.warning("dropped %d accesses of bank %s: %s", len(counts), bank_id, exc)
         return written

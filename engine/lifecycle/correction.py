@@ -19,6 +19,7 @@ from pgvector import Vector
 
 from engine.db import Connection
 from engine.errors import InvalidInput, NotFound
+from engine.lifecycle.relink import replace_entities
 from engine.lifecycle.versions import record_version
 from engine.text import term_frequencies
 
@@ -44,6 +45,7 @@ class Correction:
     tags: list[str] | None = None
     state: str | None = None
     reason: str = ""
+    entities: list[str] | None = None  # replaces the fact's entities ([] detaches all)
     # Dates: UNSET leaves them, None clears them.
     occurred_start: datetime | None = UNSET
     occurred_end: datetime | None = UNSET
@@ -55,11 +57,12 @@ class Correction:
             raise InvalidInput("fact_type", "must be world or experience")
         if self.state is not None and self.state not in STATES:
             raise InvalidInput("state", f"must be one of {', '.join(STATES)}")
-        changes = (self.text, self.context, self.fact_type, self.tags, self.state)
+        changes = (self.text, self.context, self.fact_type, self.tags, self.state, self.entities)
         dates = (self.occurred_start, self.occurred_end)
         if all(v is None for v in changes) and all(v is UNSET for v in dates):
             raise InvalidInput(
-                "text", "give at least one of text, context, dates, fact_type, tags or state"
+                "text",
+                "give at least one of text, context, dates, fact_type, tags, state or entities",
             )
         return self
 
@@ -145,6 +148,11 @@ async def correct_memory(
             await _reindex(conn, bank_id, memory_id, text, reembedded)
         if text_changed or change.state is not None:
             await conn.execute(_RETRACT_DERIVED, bank_id, memory_id)
+        entities: dict[str, list[str]] = {}
+        if change.entities is not None:
+            before, after = await replace_entities(conn, bank_id, memory_id, change.entities)
+            if before != after:
+                entities = {"entity_ids": before}
         await record_version(
             conn,
             bank_id,
@@ -159,6 +167,7 @@ async def correct_memory(
                 "state": row["state"],
                 "occurred_start": row["occurred_start"],
                 "occurred_end": row["occurred_end"],
+                **entities,
             },
             reason=change.reason,
         )

@@ -7,8 +7,8 @@ it was shown: a label it was not given, the new fact itself, or a candidate newe
 new fact is dropped, so the model can only ever supersede facts it was asked about. The rest
 is applied like a local supersession (engine/lifecycle/supersession.py).
 
-Not yet called by the retain pipeline: it needs an LLM call outside the upsert transaction,
-an activity of its own (see docs/lifecycle.md).
+The retain pipeline calls it after the upsert, as an activity of its own (an LLM call cannot
+sit inside the upsert transaction; workflows/pipeline.py).
 """
 
 from __future__ import annotations
@@ -78,12 +78,19 @@ async def apply_llm_supersession(
     """Ask about each new fact and apply what survives validation."""
     applied: list[Supersession] = []
     rows = await conn.fetch(NEW_FACTS, bank_id, list(new_ids))
+    fresh = {str(i) for i in new_ids}
     for new in sorted(rows, key=lambda r: (r["start"], r["id"])):
         if new["entities"]:
             found = await conn.fetch(SHARING, bank_id, new["entities"], [new["id"]], CANDIDATES)
         else:
             found = await conn.fetch(UNNAMED, bank_id, [new["id"]], CANDIDATES)
-        candidates = [(r["id"], r["text"]) for r in found if r["start"] <= new["start"]]
+        # Facts stored by the same write are not asked about: the extractor saw them
+        # together, and the local rules already ordered them in the upsert.
+        candidates = [
+            (r["id"], r["text"])
+            for r in found
+            if r["start"] <= new["start"] and r["id"] not in fresh
+        ]
         if not candidates:
             continue
         prompt, labels = build_prompt(new["text"], candidates)

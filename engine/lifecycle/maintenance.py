@@ -6,7 +6,9 @@ one transaction:
    since it was mentioned, else stored), and records `decayed_at = now` — a retried batch at
    the same `now` decays by rate^0, so batches are idempotent;
 2. archives active facts whose strength fell below the threshold, and observations whose
-   every supporting fact is now archived;
+   every supporting fact is now archived; an observation left with some active evidence is
+   retracted and that evidence marked for consolidation (the workflow then asks for one),
+   and mental models citing an archived or deleted fact are named for a refresh;
 3. merges near-duplicates: an active fact whose nearest active fact (cosine ≥ the policy's
    similarity, default 0.95) names the same entities and has compatible dates (both undated,
    or starting within a day) is absorbed: the older fact survives with the proof count,
@@ -22,10 +24,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from engine.consolidation.store import retract_observation
 from engine.db import Connection
+from engine.lifecycle.payloads import BATCH_SIZE
 from engine.lifecycle.policy import LifecyclePolicy
-
-BATCH_SIZE = 500
 
 _BATCH = """
 SELECT id FROM memory_units
@@ -55,7 +57,7 @@ WITH archived AS (
            'strength ' || round(strength::numeric, 3) || ' below ' || $3
     FROM archived
 )
-SELECT count(*) FROM archived
+SELECT coalesce(array_agg(id::text), '{}') FROM archived
 """
 
 # Observations none of whose supporting facts is active any more.
@@ -67,6 +69,31 @@ WHERE o.bank_id = $1 AND o.fact_type = 'observation' AND o.state = 'active'
   AND NOT EXISTS (SELECT 1 FROM observation_evidence e JOIN memory_units f ON f.id = e.fact_id
                   WHERE e.observation_id = o.id AND e.stance = 'supports'
                     AND f.state = 'active')
+"""
+
+# Active observations resting partly on facts that are no longer active: retracted, and
+# their remaining evidence consolidated again, so consolidation rebuilds them from what is
+# left (those resting on no active fact were archived above).
+_PARTLY_SUPPORTED = """
+SELECT o.id::text AS id,
+       array_agg(DISTINCT e.fact_id::text) FILTER (WHERE f.state <> 'active') AS lost,
+       array_agg(DISTINCT e.fact_id::text) FILTER (WHERE f.state = 'active') AS kept
+FROM memory_units o
+JOIN observation_evidence e ON e.observation_id = o.id AND e.stance = 'supports'
+JOIN memory_units f ON f.id = e.fact_id
+WHERE o.bank_id = $1 AND o.fact_type = 'observation' AND o.state = 'active'
+  AND o.id IN (SELECT observation_id FROM observation_evidence WHERE fact_id = ANY($2::uuid[]))
+GROUP BY o.id
+HAVING bool_or(f.state <> 'active') AND bool_or(f.state = 'active')
+"""
+
+_UNCONSOLIDATE = """
+UPDATE memory_units SET consolidated_at = NULL WHERE bank_id = $1 AND id = ANY($2::uuid[])
+"""
+
+# Mental models citing facts this batch archived or deleted: refreshed after the run.
+_MODELS_CITING = """
+SELECT id FROM mental_models WHERE bank_id = $1 AND based_on_ids && $2::uuid[] ORDER BY id
 """
 
 _CANDIDATES = """
@@ -135,6 +162,8 @@ class BatchCounts:
     merged: int = 0
     deleted: int = 0
     last_id: str | None = None
+    observations_retracted: int = 0
+    models: tuple[str, ...] = ()  # mental models citing facts archived or deleted
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -166,9 +195,11 @@ async def run_batch(
         if not ids:
             return BatchCounts()
         decayed = await conn.execute(_DECAY, bank_id, ids, policy.decay_rate, now)
-        archived = int(await conn.fetchval(_ARCHIVE, bank_id, ids, policy.archive_threshold))
-        if archived:
+        archived_ids = list(await conn.fetchval(_ARCHIVE, bank_id, ids, policy.archive_threshold))
+        archived, retracted = len(archived_ids), 0
+        if archived_ids:
             await conn.execute(_ARCHIVE_OBSERVATIONS, bank_id, ids)
+            retracted = await _retract_partly_supported(conn, bank_id, archived_ids)
         merged = await _merge(conn, bank_id, ids, policy) if policy.merge_duplicates else 0
         deleted = 0
         if policy.delete_archived:
@@ -177,6 +208,7 @@ async def run_batch(
                 _DELETE, bank_id, ids, policy.delete_below_importance, cutoff
             )
             deleted = len(gone)
+            archived_ids += [str(g) for g in gone]
             if deleted:
                 await conn.execute(
                     "DELETE FROM bank_term_stats WHERE bank_id = $1 AND df <= 0", bank_id
@@ -186,6 +218,11 @@ async def run_batch(
                     " (SELECT 1 FROM unit_entities ue WHERE ue.entity_id = e.id)",
                     bank_id,
                 )
+        models = (
+            [r["id"] for r in await conn.fetch(_MODELS_CITING, bank_id, archived_ids)]
+            if archived_ids
+            else []
+        )
         return BatchCounts(
             scanned=len(ids),
             decayed=int(decayed.rsplit(" ", 1)[-1]),
@@ -193,7 +230,25 @@ async def run_batch(
             merged=merged,
             deleted=deleted,
             last_id=str(ids[-1]),
+            observations_retracted=retracted,
+            models=tuple(models),
         )
+
+
+async def _retract_partly_supported(conn: Connection, bank_id: str, archived: list[str]) -> int:
+    """Observations that lost some of their evidence to archiving are retracted (their history
+    says why) and rebuilt by the next consolidation from the evidence still active."""
+    rows = await conn.fetch(_PARTLY_SUPPORTED, bank_id, archived)
+    for row in rows:
+        await conn.execute(_UNCONSOLIDATE, bank_id, list(row["kept"]))
+        await retract_observation(
+            conn,
+            bank_id,
+            row["id"],
+            reason="evidence archived by the lifecycle",
+            fact_ids=list(row["lost"]),
+        )
+    return len(rows)
 
 
 async def _merge(conn: Connection, bank_id: str, ids: list[Any], policy: LifecyclePolicy) -> int:

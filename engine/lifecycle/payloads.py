@@ -6,6 +6,25 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+# Batches one workflow run executes before it continues as new (a fresh history): ~10
+# history events a batch keep a run near 1,000 events however large the bank.
+BATCHES_PER_RUN = 100
+# Memories per batch (one activity, one transaction).
+BATCH_SIZE = 500
+
+
+@dataclass(frozen=True)
+class LifecycleResume:
+    """Where a run that continued as new left off: the same operation, policy and counts."""
+
+    operation_id: str
+    policy: dict[str, Any]
+    after_id: str
+    seq: int
+    counts: dict[str, int]
+    observations_retracted: int = 0
+    models: list[str] = field(default_factory=list)
+
 
 @dataclass(frozen=True)
 class LifecycleRequest:
@@ -13,6 +32,9 @@ class LifecycleRequest:
     reason: str = "schedule"  # schedule | api | bench
     # The "now" decay and deletion are measured against; None: the workflow's time.
     now: datetime | None = None
+    resume: LifecycleResume | None = None  # set by the run that continued as new
+    batches_per_run: int = BATCHES_PER_RUN
+    batch_size: int = BATCH_SIZE
 
 
 @dataclass(frozen=True)
@@ -39,6 +61,7 @@ class LifecycleBatchRequest:
     policy: dict[str, Any]
     after_id: str | None
     seq: int
+    size: int = BATCH_SIZE
 
 
 @dataclass(frozen=True)
@@ -51,6 +74,9 @@ class LifecycleBatchResult:
     merged: int
     deleted: int
     last_id: str | None
+    # What the batch leaves for others: observations to rebuild, mental models to refresh.
+    observations_retracted: int = 0
+    models: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

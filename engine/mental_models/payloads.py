@@ -14,8 +14,8 @@ from engine.reflect.payloads import Budget, ReflectOutput
 Kind = Literal["model", "report"]
 # Why a refresh was asked for: the API (create, refresh), a consolidation that changed
 # something, or the model's cron schedule.
-RefreshReason = Literal["created", "api", "consolidation", "schedule", "updated"]
-AUTOMATIC: tuple[RefreshReason, ...] = ("consolidation", "schedule")
+RefreshReason = Literal["created", "api", "consolidation", "schedule", "updated", "lifecycle"]
+AUTOMATIC: tuple[RefreshReason, ...] = ("consolidation", "schedule", "lifecycle")
 RefreshStatus = Literal["refreshed", "skipped", "failed", "missing"]
 OperationStatus = Literal["completed", "failed", "cancelled"]
 

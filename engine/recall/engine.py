@@ -389,7 +389,9 @@ class RecallEngine:
             lambda m: m.row,
             window,
         )
-        memories = current_first(in_window, request.as_of or reference)
+        memories = current_first(
+            in_window, request.as_of or reference, as_of=request.as_of is not None
+        )
         moved_by_rerank = sum(1 for pos, i in enumerate(by_final) if i != keep[pos])
         moved_by_mmr = sum(1 for a, b in zip(order, by_final, strict=True) if a != b)
         elapsed = (time.perf_counter() - started) * 1000

@@ -23,9 +23,18 @@ def valid_at(row: CandidateRow, when: datetime) -> bool:
     return row.valid_to is None or row.valid_to > when
 
 
-def current_first(memories: Sequence[RecalledMemory], when: datetime) -> list[RecalledMemory]:
-    """Stable: the ranking among current facts and among the others is kept."""
-    current = [m for m in memories if valid_at(m.row, when) and m.row.state != "superseded"]
+def current_first(
+    memories: Sequence[RecalledMemory], when: datetime, *, as_of: bool = False
+) -> list[RecalledMemory]:
+    """Stable: the ranking among current facts and among the others is kept.
+
+    With `as_of`, "current" is "valid then" alone: `state` says what the fact is *now*, so a
+    fact superseded later was still the current one at `as_of`. Demoting it for its present
+    state put every answer to a history question behind the unrelated facts of that time
+    (bench/lifecycle.py's `as_of` recall@10 was 0.11 for this; docs/benchmarks.md)."""
+    current = [
+        m for m in memories if valid_at(m.row, when) and (as_of or m.row.state != "superseded")
+    ]
     if len(current) == len(memories):
         return list(memories)
     held = {id(m) for m in current}

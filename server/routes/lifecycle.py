@@ -27,6 +27,7 @@ from engine.recall.vectors import encode_token_vectors
 from engine.store.banks import get_bank
 from engine.store.memories import get_memory
 from server.http import json_response, parse_body, path_param, services_of
+from server.lifecycle import after_erasure
 from server.retain import parse_timestamp
 from server.routes.memories import STATES_FROM_WIRE, memory_item
 from server.schemas import Request as Body
@@ -46,6 +47,8 @@ class UpdateMemoryIn(Body):
     state: str | None = None
     reason: str | None = None
     entities: list[str] | None = None
+    # Accepted for Hindsight's clients; names are always matched literally (relink.py).
+    resolve_entities: bool = True
 
 
 class ForgetIn(Body):
@@ -95,8 +98,6 @@ async def update_memory_route(request: Request) -> Response:
     bank_id = path_param(request, "bank_id")
     memory_id = path_param(request, "memory_id")
     body = await parse_body(request, UpdateMemoryIn)
-    if body.entities is not None:
-        raise InvalidInput("entities", "replacing a fact's entities is not supported yet")
     state = None
     if body.state is not None:
         if body.state not in STATES_FROM_WIRE:
@@ -109,6 +110,7 @@ async def update_memory_route(request: Request) -> Response:
         tags=body.tags,
         state=state,
         reason=body.reason or "",
+        entities=body.entities,
         occurred_start=_optional_date(body.occurred_start, "occurred_start"),
         occurred_end=_optional_date(body.occurred_end, "occurred_end"),
     ).validated()
@@ -150,10 +152,11 @@ async def _forget(request: Request, where: ForgetFilter, dry_run: bool) -> Forge
     bank_id = path_param(request, "bank_id")
     services = services_of(request)
     async with services.pool.acquire() as conn:
-        await get_bank(conn, bank_id)
+        bank = await get_bank(conn, bank_id)
         result = await forget(conn, bank_id, where, dry_run=dry_run)
     if not dry_run:
         services.recall.token_cache.discard(result.ids + result.observations_retracted)
+        await after_erasure(services, bank, result)
     return result
 
 

@@ -209,6 +209,10 @@ async def reflect(request: Request) -> Response:
         if _not_found(exc.cause):
             raise NotFound("bank", bank_id) from exc
         raise OperationFailed(run_id, f"reflect failed: {error_message(exc.cause)}") from exc
+    # What the answer rests on is reinforced like what recall returns (buffered, no I/O here).
+    cited = [e.id for e in output.based_on if e.kind != "mental_model"]
+    if cited:
+        services.access.record(bank_id, cited)
     with_based_on = body.include is None or body.include.facts is not None
     return json_response(response_body(output, with_based_on))
 

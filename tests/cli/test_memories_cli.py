@@ -30,5 +30,11 @@ async def test_forget_lists_first_then_forgets_and_edit_corrects(
         == 0
     )
     assert "blue Fiat" in capsys.readouterr().out
+    edit = ("memories", "edit", "--bank", bank_id, memory_id)
+    assert await engram(*edit, "--entity", "Pim", "--entity", "Fiat") == 0
+    capsys.readouterr()
+    assert await engram("recall", "--bank", bank_id, "Pim's car", "--json") == 0
+    [car] = json.loads(capsys.readouterr().out)["results"]
+    assert sorted(car["entities"]) == ["Fiat", "Pim"]
     assert await engram("forget", "--bank", bank_id) == 2  # nothing named: a usage error
     assert "say what to forget" in capsys.readouterr().err

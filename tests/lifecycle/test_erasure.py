@@ -174,19 +174,40 @@ async def test_patch_corrects_and_versions_a_fact(
     assert nothing.status_code == 400
 
 
-async def test_feedback_moves_importance_within_bounds(
-    api: httpx.AsyncClient, bank_id: str
+async def test_patch_replaces_a_facts_entities(
+    api: httpx.AsyncClient, pool: Pool, bank_id: str
 ) -> None:
-    [fact] = await retain(
-        api, bank_id, [{"document_id": "f", "content": "Lena prefers window seats."}]
+    [omar, layla] = await retain(
+        api,
+        bank_id,
+        [
+            {"document_id": "a", "content": "Omar booked the flight to Lisbon."},
+            {"document_id": "b", "content": "Layla lives in Cairo."},
+        ],
     )
-    url = f"{BASE}/{bank_id}/memories/{fact}/feedback"
-    first = (await api.post(url, json={"signal": "useful"})).json()
-    assert first["importance"] > first["importance_before"]
-    for _ in range(10):
-        last = (await api.post(url, json={"signal": "useful"})).json()
-    assert last["importance"] == 1.0
-    wrong = (await api.post(url, json={"signal": "wrong", "reason": "aisle now"})).json()
-    assert wrong["needs_correction"] and wrong["importance"] < 1.0
-    bad = await api.post(url, json={"signal": "meh"})
-    assert bad.status_code == 422 and "signal" in bad.text  # a schema error names the field
+    url = f"{BASE}/{bank_id}/memories/{omar}"
+    assert "Lisbon" in (await api.get(url)).json()["entities"]
+    patched = await api.patch(url, json={"entities": ["cairo", "Nile Air"]})
+    assert patched.status_code == 200, patched.text
+    assert sorted(patched.json()["entities"]) == ["Cairo", "Nile Air"]
+    async with pool.acquire() as conn:
+        names = [
+            r["canonical_name"]
+            for r in await conn.fetch(
+                "SELECT canonical_name FROM entities WHERE bank_id = $1", bank_id
+            )
+        ]
+        linked = await conn.fetchval(
+            "SELECT count(*) FROM memory_links WHERE link_type = 'entity'"
+            " AND from_unit = $1 AND to_unit = $2",
+            omar,
+            layla,
+        )
+    # Lisbon lost its only mention and is gone; Cairo's entity was reused and links the fact
+    # to the other fact naming it; Nile Air is new.
+    assert "Lisbon" not in names and names.count("Cairo") == 1 and "Nile Air" in names
+    assert linked == 1
+    [version] = (await api.get(f"{url}/history")).json()
+    assert version["change"] == "corrected"
+    bad = await api.patch(url, json={"entities": ["  "]})
+    assert bad.status_code == 400 and bad.json()["field"] == "entities"

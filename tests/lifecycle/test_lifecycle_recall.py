@@ -99,6 +99,9 @@ async def test_states_validity_and_reinforcement(
         for r in await recall(api, bank_id, "Where does Maya live?", as_of="2025-03-01T00:00:00Z")
     ]
     assert lisbon in then and porto not in then  # valid then, as known then
+    # ... and ranked as what was current then: superseded *now* does not demote it below the
+    # (since archived) tea fact, which matches the question worse.
+    assert then[0] == lisbon
 
     services = app.state.services
     assert services.access.pending > 0  # recorded, not yet written
@@ -215,3 +218,32 @@ async def test_an_older_fact_arriving_late_is_the_superseded_one(
             )
         }
     assert rows[bruges] == ("superseded", ghent) and rows[ghent] == ("active", None)
+
+
+async def test_reflect_citations_reinforce_at_the_banks_step(
+    api: httpx.AsyncClient, app: Starlette, pool: Pool, bank_id: str
+) -> None:
+    await retain(api, bank_id, [{"content": "Ravi plays the cello in an orchestra."}])
+    patched = await api.patch(
+        f"{BASE}/{bank_id}/config", json={"updates": {"lifecycle": {"reinforce_step": 0.5}}}
+    )
+    assert patched.status_code == 200, patched.text
+    cello = await fact_id(pool, bank_id, "cello")
+    services = app.state.services
+    await services.access.flush()  # nothing of this bank pending before reflect
+    async with pool.acquire() as conn:
+        before = await conn.fetchval("SELECT strength FROM memory_units WHERE id = $1", cello)
+    answer = await api.post(
+        f"{BASE}/{bank_id}/reflect", json={"query": "Which instrument does Ravi play?"}
+    )
+    assert answer.status_code == 200, answer.text
+    # No LLM here: the answer rests on the evidence it lists, the cello fact among it.
+    assert cello in [m["id"] for m in answer.json()["based_on"]["memories"]]
+    assert await services.access.flush() == 1
+    async with pool.acquire() as conn:
+        after = await conn.fetchrow(
+            "SELECT strength, access_count FROM memory_units WHERE id = $1", cello
+        )
+    assert after is not None and after["access_count"] == 1
+    # one access at step 0.5 (the bank's), not the default 0.2
+    assert abs(after["strength"] - (1 - (1 - before) * 0.5)) < 1e-6

@@ -7,21 +7,25 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
 from typing import Any
 
 import httpx
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
+from temporalio.api.enums.v1 import EventType
 from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from engine.db import Pool
 from engine.embedding import Embedder
+from engine.lifecycle.payloads import LifecycleRequest
 from engine.lifecycle.schedule import lifecycle_schedule_id
 from engine.settings import Settings
 from worker.main import WorkerServices, build_worker
 from worker.metrics import ActivityMetrics, MetricsInterceptor
+from workflows.lifecycle import LifecycleWorkflow
 
 BASE = "/v1/default/banks"
 
@@ -167,3 +171,44 @@ async def test_delete_is_opt_in(api: httpx.AsyncClient, pool: Pool, bank_id: str
     assert list(await states(pool, bank_id)) == ["Nadia is allergic to peanuts."]
     bad = await api.put(f"{BASE}/{bank_id}", json={"lifecycle": {"decay_rate": 2}})
     assert bad.status_code == 400 and bad.json()["field"] == "lifecycle.decay_rate"
+
+
+async def test_a_large_run_continues_as_new_where_it_left_off(
+    api: httpx.AsyncClient,
+    temporal_env: WorkflowEnvironment,
+    settings: Settings,
+    pool: Pool,
+    bank_id: str,
+) -> None:
+    made = await api.put(
+        f"{BASE}/{bank_id}", json={"extraction_mode": "none", "enable_observations": False}
+    )
+    assert made.status_code == 200, made.text
+    day = "2025-01-01T10:00:00Z"
+    texts = ["Ok, cool, thanks.", "Lol that is funny.", "Nice, great.", "Sounds good, bye."]
+    texts.append("Omar decided to learn the violin.")
+    await retain(api, bank_id, [{"content": t, "timestamp": day} for t in texts])
+    # Two memories a batch, one batch a run: four runs, one history each.
+    handle = await temporal_env.client.start_workflow(
+        LifecycleWorkflow.run,
+        LifecycleRequest(
+            bank_id, "api", datetime(2025, 3, 15, tzinfo=UTC), batches_per_run=1, batch_size=2
+        ),
+        id=f"lifecycle-test:{bank_id}",
+        task_queue=settings.task_queue,
+    )
+    counts = await handle.result()  # follows the continued runs
+    assert counts["scanned"] == 5 and counts["decayed"] == 5 and counts["archived"] == 4
+    first = temporal_env.client.get_workflow_handle(handle.id, run_id=handle.first_execution_run_id)
+    events = [e async for e in first.fetch_history_events()]
+    assert events[-1].event_type == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW
+    async with pool.acquire() as conn:
+        operations = await conn.fetch(
+            "SELECT status, result, progress FROM operations"
+            " WHERE bank_id = $1 AND kind = 'lifecycle'",
+            bank_id,
+        )
+    [operation] = operations  # one operation across the runs, with the whole run's counts
+    assert operation["status"] == "completed" and operation["result"]["scanned"] == 5
+    assert operation["progress"]["batches"] == 4  # 2 + 2 + 1 memories, then an empty batch
+    assert (await states(pool, bank_id))["Omar decided to learn the violin."] == "active"
