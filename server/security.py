@@ -41,7 +41,7 @@ PUBLIC_PATHS |= {"/metrics"}
 READ_METHODS = frozenset(("GET", "HEAD", "OPTIONS"))
 BODY_METHODS = frozenset(("POST", "PUT", "PATCH", "DELETE"))
 # POST routes that only read: they answer from the memory and change nothing in it.
-READING_POSTS = ("/memories/recall", "/reflect", "/dry-run-refresh")
+READING_POSTS = ("/memories/recall", "/reflect", "/dry-run-refresh", "/dry-run-extract")
 BANK_ROUTE = "/v1/default/banks/{bank_id}"
 # Bank management: creating, renaming, configuring or deleting a bank, and reading its audit.
 ADMIN_ROUTES = {
@@ -52,6 +52,7 @@ ADMIN_ROUTES = {
     ("DELETE", BANK_ROUTE + "/config"),
     ("GET", BANK_ROUTE + "/audit-logs"),
     ("GET", BANK_ROUTE + "/audit-logs/stats"),
+    ("GET", BANK_ROUTE + "/audit-logs/{log_id}"),
 }
 # In the default mode keys are required once one exists; how long a count is trusted.
 KEY_COUNT_TTL_S = 10.0

@@ -3,6 +3,7 @@ and clearing them."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -12,7 +13,7 @@ import asyncpg
 
 from engine.consolidation.freshness import Trend, freshness_trend
 from engine.db import Connection
-from engine.errors import NotFound
+from engine.errors import InvalidInput, NotFound
 
 
 @dataclass(frozen=True)
@@ -226,3 +227,57 @@ async def clear_observations(conn: Connection, bank_id: str) -> int:
             bank_id,
         )
         return int(status.rsplit(" ", 1)[-1])
+
+
+_FACT_OBSERVATIONS = """
+SELECT DISTINCT e.observation_id FROM observation_evidence e
+WHERE e.bank_id = $1 AND e.fact_id = $2
+"""
+# The retraction is recorded, so the cleared observations keep a history.
+_RETRACT_CLEARED = """
+INSERT INTO observation_history (bank_id, observation_id, version, change, previous_text,
+                                 new_text, reason, fact_ids)
+SELECT $1, o.observation_id, o.version + 1, 'retracted', m.text, NULL, $3,
+       ARRAY[$4::uuid]
+FROM observations o JOIN memory_units m ON m.id = o.observation_id
+WHERE o.observation_id = ANY($2::uuid[])
+"""
+_REQUEUE_EVIDENCE = """
+UPDATE memory_units SET consolidated_at = NULL
+WHERE bank_id = $1 AND fact_type <> 'observation'
+  AND (id = $3 OR id IN (SELECT fact_id FROM observation_evidence
+                         WHERE observation_id = ANY($2::uuid[])))
+"""
+
+
+async def clear_fact_observations(conn: Connection, bank_id: str, memory_id: str) -> list[str]:
+    """Delete the observations built from one fact and put that fact, and the other facts
+    those observations rested on, back on the backlog; the fact itself stays. Returns the
+    ids of the observations that went (each leaves a 'retracted' line in its history)."""
+    try:
+        fact_id = uuid.UUID(memory_id)
+    except ValueError as exc:
+        raise NotFound("memory", memory_id) from exc
+    async with conn.transaction():
+        kind = await conn.fetchval(
+            "SELECT fact_type FROM memory_units WHERE bank_id = $1 AND id = $2 FOR UPDATE",
+            bank_id,
+            fact_id,
+        )
+        if kind is None:
+            raise NotFound("memory", memory_id)
+        if kind == "observation":
+            raise InvalidInput(
+                "memory_id", "is an observation; clear a fact's observations, or DELETE it"
+            )
+        found = [
+            r["observation_id"] for r in await conn.fetch(_FACT_OBSERVATIONS, bank_id, fact_id)
+        ]
+        reason = f"cleared with the observations of memory {memory_id}"
+        await conn.execute(_RETRACT_CLEARED, bank_id, found, reason, fact_id)
+        await conn.execute(_REQUEUE_EVIDENCE, bank_id, found, fact_id)
+        await conn.execute("DELETE FROM pending_links WHERE to_unit = ANY($1::uuid[])", found)
+        await conn.execute(
+            "DELETE FROM memory_units WHERE bank_id = $1 AND id = ANY($2::uuid[])", bank_id, found
+        )
+    return [str(o) for o in found]

@@ -8,6 +8,7 @@ from server.routes import (
     audit,
     banks,
     directives,
+    extraction,
     files,
     graph,
     imports,
@@ -20,6 +21,7 @@ from server.routes import (
     recall,
     reflect,
     retain,
+    retry,
     unsupported,
     webhooks,
 )
@@ -29,8 +31,10 @@ def api_routes() -> list[BaseRoute]:
     return [
         *banks.routes(),
         *retain.routes(),
+        *retry.routes(),
         *recall.routes(),
         *graph.routes(),
+        *extraction.routes(),
         *memories.routes(),
         *lifecycle.routes(),
         *imports.routes(),
