@@ -122,7 +122,8 @@ async def load_documents(
     rows = await conn.fetch(_LOAD[source], operation_id, seqs)
     found: dict[int, DocumentInput | InvalidInput] = {}
     for row in rows:
-        mode: UpdateMode = "append" if row["update_mode"] == "append" else "replace"
+        stored_mode = row["update_mode"]
+        mode: UpdateMode = stored_mode if stored_mode in ("append", "reprocess") else "replace"
         try:
             items = [item_from_json(i) for i in row["items"]]
         except (KeyError, TypeError, ValueError) as exc:

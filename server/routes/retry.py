@@ -37,7 +37,7 @@ from server.services import Services
 from workflows.imports import ImportWorkflow
 from workflows.retain import RetainWorkflow
 
-RETRYABLE_KINDS = ("retain", "import", "consolidation")
+RETRYABLE_KINDS = ("retain", "reprocess", "import", "consolidation")
 
 _IMPORT_INPUT = """
 SELECT i.documents, i.items,
@@ -82,7 +82,7 @@ async def _retry_staged(services: Services, operation: Operation) -> None:
         bank = await get_bank(conn, bank_id)
         options = retain_options(bank, services.settings)
         payload: RetainRequest | ImportRequest
-        if operation.kind == "retain":
+        if operation.kind in ("retain", "reprocess"):
             documents, items = await staged_input(conn, operation_id)
             if documents == 0:
                 raise _input_gone(operation)
@@ -93,7 +93,7 @@ async def _retry_staged(services: Services, operation: Operation) -> None:
                 raise _input_gone(operation)
             payload = ImportRequest(bank_id, operation_id, row["documents"], row["items"], options)
         reopened = await reopen_operation(conn, bank_id, operation_id, workflow_id)
-    run = RetainWorkflow.run if operation.kind == "retain" else ImportWorkflow.run
+    run = ImportWorkflow.run if operation.kind == "import" else RetainWorkflow.run
     await _start(services, reopened, run, payload, workflow_id)
 
 

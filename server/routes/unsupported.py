@@ -78,8 +78,6 @@ UNSUPPORTED: dict[tuple[str, str], tuple[str, str]] = {
 
 # (method, path) -> the open issue that builds it
 PENDING: dict[tuple[str, str], int] = {
-    ("POST", f"{BANK}/documents/{{document_id}}/reprocess"): 14,
-    ("GET", f"{BANK}/documents/{{document_id}}/history"): 14,
     ("POST", f"{BANK}/entities/{{entity_id}}/regenerate"): 14,
     ("GET", f"{BANK}/document-transfer"): 14,
     ("POST", f"{BANK}/document-transfer"): 14,

@@ -157,3 +157,41 @@ async def test_lifecycle_routes_and_one_audit_entry_answer_as_documented(
     other = await api.get(f"{BASE}/other-{bank_id}/audit-logs/{patch_entry['id']}")
     assert other.status_code == 404
     assert (await api.get(f"{BASE}/{bank_id}/audit-logs/not-an-id")).status_code == 404
+
+
+async def test_document_history_lists_each_write_and_reprocess_extracts_with_todays_config(
+    api: httpx.AsyncClient, bank_id: str
+) -> None:
+    doc = (await api.get("/openapi.json")).json()
+    bank = f"{BASE}/{bank_id}"
+    item = {
+        "content": "Ines moved to Lisbon in March 2024. She adopted a cat named Miso.",
+        "document_id": "notes",
+        "timestamp": "2024-05-01T10:00:00Z",
+    }
+    assert (await api.put(bank, json={"extraction_mode": "local"})).status_code == 200
+    first = (await api.post(f"{bank}/memories", json={"items": [item]})).json()
+    assert first["facts_added"] == 2
+    appended = {**item, "content": "Miso likes tuna.", "update_mode": "append"}
+    assert (await api.post(f"{bank}/memories", json={"items": [appended]})).status_code == 200
+    # Today's config: no extraction, each chunk is one fact.
+    assert (await api.put(bank, json={"extraction_mode": "none"})).status_code == 200
+    queued = check(doc, await api.post(f"{bank}/documents/notes/reprocess"))
+    assert queued["success"] and queued["items_count"] == 1
+    done = await finished(api, bank_id, queued["operation_id"])
+    assert done["status"] == "completed" and done["task_type"] == "reprocess", done
+    facts = (await api.get(f"{bank}/memories/list", params={"document_id": "notes"})).json()
+    assert [f["text"] for f in facts["items"]] == [
+        "Ines moved to Lisbon in March 2024. She adopted a cat named Miso.\n\nMiso likes tuna."
+    ]
+    history = check(doc, await api.get(f"{bank}/documents/notes/history"))
+    assert history["total"] == 3
+    kinds = [(e["kind"], e["facts_added"], e["facts_removed"]) for e in history["items"]]
+    assert kinds[0] == ("reprocess", 1, 3) and kinds[2] == ("retain", 2, 0)
+    assert kinds[1][0] == "append"
+    assert history["items"][0]["operation_id"] == queued["operation_id"]
+    assert history["items"][0]["content_hash"] != history["items"][2]["content_hash"]
+    page = (await api.get(f"{bank}/documents/notes/history", params={"limit": 1})).json()
+    assert page["total"] == 3 and len(page["items"]) == 1
+    assert (await api.get(f"{bank}/documents/nope/history")).status_code == 404
+    assert (await api.post(f"{bank}/documents/nope/reprocess")).status_code == 404
