@@ -78,7 +78,6 @@ UNSUPPORTED: dict[tuple[str, str], tuple[str, str]] = {
 
 # (method, path) -> the open issue that builds it
 PENDING: dict[tuple[str, str], int] = {
-    ("POST", f"{BANK}/entities/{{entity_id}}/regenerate"): 14,
     ("GET", f"{BANK}/document-transfer"): 14,
     ("POST", f"{BANK}/document-transfer"): 14,
     ("POST", f"{BANK}/document-transfer/export"): 14,

@@ -126,6 +126,25 @@ async def test_clearing_one_facts_observations_keeps_the_fact_and_records_the_re
     assert observation.status_code == 404
     unknown = await api.delete(f"{BASE}/{bank_id}/memories/not-a-uuid/observations")
     assert unknown.status_code == 404
+    # Regenerating the entity recounts it and rebuilds its observations before answering.
+    async with pool.acquire() as conn:
+        entity_id = await conn.fetchval(
+            "UPDATE entities SET mention_count = 99 WHERE bank_id = $1"
+            " AND canonical_name = 'Ines' RETURNING id::text",
+            bank_id,
+        )
+    regenerated = check(doc, await api.post(f"{BASE}/{bank_id}/entities/{entity_id}/regenerate"))
+    assert regenerated["canonical_name"] == "Ines" and regenerated["mention_count"] == 2
+    assert regenerated["observations"], regenerated
+    async with pool.acquire() as conn:
+        waiting = await conn.fetchval(
+            "SELECT count(*) FROM memory_units WHERE bank_id = $1 AND consolidated_at IS NULL"
+            " AND fact_type <> 'observation'",
+            bank_id,
+        )
+    assert waiting == 0
+    missing = await api.post(f"{BASE}/{bank_id}/entities/{row['fact']}/regenerate")
+    assert missing.status_code == 404
 
 
 async def test_lifecycle_routes_and_one_audit_entry_answer_as_documented(

@@ -56,6 +56,16 @@ async def test_maintenance_calls_round_trip(client: Hindsight, bank_id: str) -> 
     cleared = await client.memory.clear_memory_observations(bank_id, fact_id)
     assert cleared.deleted_count >= 0
 
+    history = await client.documents.get_document_history(bank_id, "move")
+    assert history.total == 1 and history.items[0].kind == "retain"
+    reprocessed = await client.documents.reprocess_document(bank_id, "move")
+    assert reprocessed.success and reprocessed.items_count == 1
+    entities = await client.entities.list_entities(bank_id)
+    ines = next(e for e in entities.items if e.canonical_name == "Ines")
+    with pytest.warns(DeprecationWarning):  # deprecated by Hindsight; still served
+        regenerated = await client.entities.regenerate_entity_observations(bank_id, ines.id)
+    assert regenerated.canonical_name == "Ines" and regenerated.mention_count >= 1
+
     audit = await client.audit.list_audit_logs(bank_id)
     entry = await client.audit.get_audit_log(bank_id, audit.items[0].id)
     assert entry.id == audit.items[0].id and entry.transport == "http"
