@@ -56,6 +56,12 @@ ADMIN_ROUTES = {
 }
 # In the default mode keys are required once one exists; how long a count is trusted.
 KEY_COUNT_TTL_S = 10.0
+# The audit's transport: the in-process MCP endpoint marks its calls in the ASGI scope (which
+# no outside client can set); `engram mcp` (stdio) calls over HTTP and says so in a header —
+# a caller's own claim about its own key's writes, recorded as such.
+TRANSPORT_SCOPE_KEY = "engram.transport"
+TRANSPORT_HEADER = "x-engram-transport"
+DECLARED_TRANSPORTS = frozenset(("mcp",))
 # Enough of a write's JSON answer to read its operation id for the audit.
 AUDIT_BODY_PEEK = 65536
 
@@ -286,7 +292,7 @@ class SecurityMiddleware:
             return
         entry = AuditEntry(
             action=f"{scope['method']} {need.template}",
-            transport="http",
+            transport=_transport(scope),
             bank_id=need.bank_id,
             key_id=principal.key_id,
             outcome=_outcome(status),
@@ -305,6 +311,14 @@ class SecurityMiddleware:
                 await record_audit(conn, entry)
         except (asyncpg.PostgresError, OSError, RuntimeError) as exc:  # a closed pool: RuntimeError
             log.error("audit: cannot record %s on %s: %s", entry.action, entry.bank_id, exc)
+
+
+def _transport(scope: Scope) -> str:
+    marked = scope.get(TRANSPORT_SCOPE_KEY)
+    if isinstance(marked, str):
+        return marked
+    declared = Headers(scope=scope).get(TRANSPORT_HEADER, "")
+    return declared if declared in DECLARED_TRANSPORTS else "http"
 
 
 def _refusal(principal: Principal, need: Requirement) -> JSONResponse | None:
