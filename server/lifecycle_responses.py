@@ -158,3 +158,68 @@ class AuditLogEntryResponse(BaseModel):
     metadata: dict[str, Any]
     request: dict[str, Any] | None
     response: dict[str, Any] | None
+
+
+class MentalModelRefreshScope(BaseModel):
+    tags: list[str] | None = None
+    tags_match: str
+    tag_groups: list[Any] | None = None
+    fact_types: list[str] | None = None
+    exclude_mental_models: bool
+    exclude_mental_model_ids: list[str] | None = None
+
+
+class MentalModelRefreshWindow(BaseModel):
+    created_after: str | None = None
+    created_before: str
+    watermark: str | None = None
+
+
+class MentalModelFactCounts(BaseModel):
+    retrieved: dict[str, int] | None = None
+    used: dict[str, int] | None = None
+
+
+RefreshOutcome = Literal[
+    "content_written",
+    "content_unchanged",
+    "content_preserved_no_new_facts",
+    "refresh_failed_empty_candidate",
+    "refresh_failed_delta_not_applied",
+]
+
+
+class MentalModelRefreshTrace(BaseModel):
+    recorded_at: str | None = None
+    effective_mode: Literal["full", "delta"]
+    mode_fallback_reason: str | None = None
+    outcome: RefreshOutcome
+    tool_calls: list[dict[str, Any]] | None = None
+    llm_calls: list[dict[str, Any]] | None = None
+    usage: TokenUsage | None = None
+    duration_ms: int | None = 0
+    warnings: list[str] | None = None
+
+
+class MentalModelDryRunRefreshResult(BaseModel):
+    mental_model_id: str
+    name: str
+    requested_mode: Literal["full", "delta"]
+    effective_mode: Literal["full", "delta"]
+    mode_fallback_reason: str | None = None
+    outcome: RefreshOutcome
+    would_persist: bool
+    scope: MentalModelRefreshScope
+    window: MentalModelRefreshWindow
+    facts: MentalModelFactCounts
+    based_on: dict[str, list[dict[str, Any]]] | None = None
+    current_content: str
+    candidate_content: str
+    preview_content: str
+    diff: str
+    delta_operations: dict[str, Any] | None = None
+    retraction: dict[str, Any] | None = None
+    trace: MentalModelRefreshTrace
+    usage: TokenUsage | None = None
+    duration_ms: int | None = 0
+    warnings: list[str] | None = None

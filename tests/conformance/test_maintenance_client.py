@@ -1,6 +1,7 @@
 """hindsight-client 1.1's maintenance calls work against Engram unchanged: dry-run
-extraction, one audit entry, clearing a memory's observations, retrying an operation,
-document history and reprocessing, and regenerating an entity."""
+extraction, a mental model's dry-run refresh, one audit entry, clearing a memory's
+observations, retrying an operation, document history and reprocessing, and regenerating an
+entity."""
 
 from __future__ import annotations
 
@@ -65,6 +66,13 @@ async def test_maintenance_calls_round_trip(client: Hindsight, bank_id: str) -> 
     with pytest.warns(DeprecationWarning):  # deprecated by Hindsight; still served
         regenerated = await client.entities.regenerate_entity_observations(bank_id, ines.id)
     assert regenerated.canonical_name == "Ines" and regenerated.mention_count >= 1
+
+    await client.acreate_mental_model(bank_id, name="Home", source_query="Where does Ines live?")
+    models = await client.alist_mental_models(bank_id)
+    model_id = models.items[0].id
+    refresh = await client.mental_models.dry_run_refresh_mental_model(bank_id, model_id)
+    assert refresh.effective_mode == "full" and refresh.candidate_content
+    assert refresh.would_persist == (refresh.outcome == "content_written")
 
     audit = await client.audit.list_audit_logs(bank_id)
     entry = await client.audit.get_audit_log(bank_id, audit.items[0].id)
