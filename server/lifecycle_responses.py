@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, RootModel
 
 from server.responses import MemoryUnitListItem, TokenUsage
 
@@ -26,6 +26,25 @@ class UpdatedMemoryResponse(MemoryUnitListItem):
     strength: float | None = None
     superseded_by: str | None = None
     needs_correction: bool | None = None
+
+
+class MemoryHistoryEntry(BaseModel):
+    """One change of an observation (merge, update, retraction) or of a fact (correction,
+    supersession, archive, restore, feedback); `previous` only for a fact's."""
+
+    version: int
+    change: str
+    previous_text: str | None = None
+    text: str | None = None
+    reason: str | None = None
+    fact_ids: list[str]
+    related_id: str | None = None
+    changed_at: str | None = None
+    previous: dict[str, Any] | None = None
+
+
+class MemoryHistoryResponse(RootModel[list[MemoryHistoryEntry]]):
+    """A memory's history, newest first."""
 
 
 class ForgottenMemory(BaseModel):

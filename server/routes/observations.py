@@ -24,7 +24,7 @@ from engine.errors import InvalidInput
 from engine.lifecycle.versions import FactVersion, fact_history
 from engine.store.banks import get_bank
 from server.http import iso, json_response, path_param, services_of
-from server.lifecycle_responses import ClearMemoryObservationsResponse
+from server.lifecycle_responses import ClearMemoryObservationsResponse, MemoryHistoryResponse
 from server.openapi import ApiRoute
 from server.services import Services
 from workflows.consolidation import ConsolidationWorkflow, consolidation_workflow_id
@@ -209,6 +209,7 @@ def routes() -> list[Route]:
             history_route,
             methods=["GET"],
             tag="observations",
-            summary="An observation's history",
+            summary="A memory's history: an observation's changes, or a fact's corrections",
+            response=MemoryHistoryResponse,
         ),
     ]

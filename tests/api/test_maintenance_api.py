@@ -161,6 +161,9 @@ async def test_lifecycle_routes_and_one_audit_entry_answer_as_documented(
     memory = f"{BASE}/{bank_id}/memories/{memory_id}"
     patched = check(doc, await api.patch(memory, json={"text": "Ines moved to Porto in 2024."}))
     assert patched["text"] == "Ines moved to Porto in 2024." and patched["bank_id"] == bank_id
+    history = (await api.get(f"{memory}/history")).json()
+    assert history[0]["text"] == "Ines moved to Porto in 2024."
+    check(doc, await api.get(f"{memory}/history"))
     feedback = check(doc, await api.post(f"{memory}/feedback", json={"signal": "useful"}))
     assert feedback["importance"] >= feedback["importance_before"]
     dry = check(doc, await api.delete(memory, params={"dry_run": "true"}))
