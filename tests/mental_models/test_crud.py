@@ -100,7 +100,8 @@ async def test_bad_input_is_a_400_naming_the_field(
 
 
 async def test_unknown_model_is_a_404(api: httpx.AsyncClient, bank_id: str) -> None:
-    await create_model(api, bank_id, id="known", name="N", source_query="Q")
+    created = await create_model(api, bank_id, id="known", name="N", source_query="Q")
+    await wait_operation(api, bank_id, created["operation_id"])  # its first refresh is done
     base = f"/v1/default/banks/{bank_id}/mental-models/unknown"
     assert (await api.get(base)).status_code == 404
     assert (await api.patch(base, json={"name": "x"})).status_code == 404
