@@ -24,6 +24,7 @@ class ImportActivities:
     @activity.defn
     async def finish_import(self, finish: ImportFinish) -> None:
         async with self._pool.acquire() as conn:
-            await clear_staged(conn, finish.operation_id)
+            if not finish.keep_input:
+                await clear_staged(conn, finish.operation_id)
             if finish.facts_changed >= ANALYZE_AFTER_FACTS:
                 await conn.execute(_ANALYZE)

@@ -68,8 +68,9 @@ class PipelineActivities:
 
     @activity.defn
     async def end_operation(self, end: OperationEnd) -> list[str]:
-        """Record the outcome, release the operation's documents and discard its staging, in
-        one transaction; returns the workflows waiting for the released documents."""
+        """Record the outcome, release the operation's documents and discard its staging (a
+        failed or cancelled one keeps its input for a retry), in one transaction; returns the
+        workflows waiting for the released documents."""
         async with self._pool.acquire() as conn, conn.transaction():
             result = dict(end.result) if end.result is not None else None
             if end.result_from_documents:
@@ -78,6 +79,6 @@ class PipelineActivities:
                 conn, end.operation_id, end.status, dict(end.progress), result, end.error
             )
             waiters = await release_operation(conn, end.operation_id)
-            await discard_operation(conn, end.operation_id)
+            await discard_operation(conn, end.operation_id, keep_input=end.status != "completed")
             await sweep_staging(conn)
         return waiters

@@ -52,7 +52,9 @@ class ReflectActivities:
     async def load_reflect_context(self, request: ContextRequest) -> ReflectContext:
         async with self._pool.acquire() as conn:
             bank = await get_bank(conn, request.bank_id)
-            stored = await standing_directives(conn, request.bank_id)
+            stored = await standing_directives(
+                conn, request.bank_id, request.tags, request.tags_match
+            )
         return ReflectContext(
             mission=bank.mission,
             directives=[

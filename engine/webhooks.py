@@ -12,7 +12,14 @@ import hmac
 import json
 from typing import Any
 
-EVENT_TYPES = ("retain.completed", "retain.failed")
+# Hindsight's retain.completed and consolidation.completed, and the failures of both.
+# (Hindsight's memory_defense.triggered has no counterpart: Engram has no memory defense.)
+EVENT_TYPES = (
+    "retain.completed",
+    "retain.failed",
+    "consolidation.completed",
+    "consolidation.failed",
+)
 
 
 def body_bytes(payload: dict[str, Any]) -> bytes:

@@ -21,6 +21,7 @@ SCHEMA_REF = "#/components/schemas/{model}"
 ERROR_STATUSES = {
     "400": "Invalid input; `field` names the offending field",
     "404": "Unknown bank or resource",
+    "409": "The resource's state does not allow this now (e.g. an operation still running)",
     "422": "The body does not match the schema; `errors` lists each field",
 }
 

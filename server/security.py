@@ -42,7 +42,7 @@ PUBLIC_PATHS |= {"/metrics"}
 READ_METHODS = frozenset(("GET", "HEAD", "OPTIONS"))
 BODY_METHODS = frozenset(("POST", "PUT", "PATCH", "DELETE"))
 # POST routes that only read: they answer from the memory and change nothing in it.
-READING_POSTS = ("/memories/recall", "/reflect", "/dry-run-refresh")
+READING_POSTS = ("/memories/recall", "/reflect", "/dry-run-refresh", "/dry-run-extract")
 BANK_ROUTE = "/v1/default/banks/{bank_id}"
 # Bank management: creating, renaming, configuring or deleting a bank, and reading its audit.
 ADMIN_ROUTES = {
@@ -56,6 +56,7 @@ ADMIN_ROUTES = {
     # They create a bank (the clone, the restored one).
     ("POST", BANK_ROUTE + "/clone"),
     ("POST", BANK_ROUTE + "/transfer/import"),
+    ("GET", BANK_ROUTE + "/audit-logs/{log_id}"),
 }
 # Multipart uploads: files to retain, transfer archives to import.
 UPLOAD_ROUTES = ("/files/retain", "/transfer/import", "/document-transfer")
@@ -63,6 +64,12 @@ UPLOAD_ROUTES = ("/files/retain", "/transfer/import", "/document-transfer")
 FILE_DOWNLOAD = "/v1/default/files/download/{key}"
 # In the default mode keys are required once one exists; how long a count is trusted.
 KEY_COUNT_TTL_S = 10.0
+# The audit's transport: the in-process MCP endpoint marks its calls in the ASGI scope (which
+# no outside client can set); `engram mcp` (stdio) calls over HTTP and says so in a header —
+# a caller's own claim about its own key's writes, recorded as such.
+TRANSPORT_SCOPE_KEY = "engram.transport"
+TRANSPORT_HEADER = "x-engram-transport"
+DECLARED_TRANSPORTS = frozenset(("mcp",))
 # Enough of a write's JSON answer to read its operation id for the audit.
 AUDIT_BODY_PEEK = 65536
 
@@ -296,7 +303,7 @@ class SecurityMiddleware:
             return
         entry = AuditEntry(
             action=f"{scope['method']} {need.template}",
-            transport="http",
+            transport=_transport(scope),
             bank_id=need.bank_id,
             key_id=principal.key_id,
             outcome=_outcome(status),
@@ -324,6 +331,14 @@ async def _file_requirement(services: Services, path: str, need: Requirement) ->
     async with services.pool.acquire() as conn:
         bank_id = await file_bank(conn, key)
     return replace(need, bank_id=bank_id)
+
+
+def _transport(scope: Scope) -> str:
+    marked = scope.get(TRANSPORT_SCOPE_KEY)
+    if isinstance(marked, str):
+        return marked
+    declared = Headers(scope=scope).get(TRANSPORT_HEADER, "")
+    return declared if declared in DECLARED_TRANSPORTS else "http"
 
 
 def _refusal(principal: Principal, need: Requirement) -> JSONResponse | None:

@@ -51,6 +51,7 @@ with workflow.unsafe.imports_passed_through():
     from workflows import policies
 
 from workflows.mental_models import refresh_after_consolidation
+from workflows.webhooks import notify
 
 # One batch: local batches take about a second; llm ones wait on a model, with patient
 # retries (rate limits, 5xx) like extraction; from LLM_FALLBACK_ATTEMPT on, a retry takes the
@@ -162,8 +163,22 @@ class ConsolidationWorkflow:
                 await self._finish(operation_id, "cancelled", "cancelled")
                 raise
             await self._finish(operation_id, "failed", _cause(exc))
+            if workflow.patched("webhooks-after-consolidation"):
+                await notify(
+                    request.bank_id,
+                    f"consolidation:{operation_id}",
+                    "consolidation.failed",
+                    {"operation_id": operation_id, "error": _cause(exc)},
+                )
             raise
         await self._finish(operation_id, "completed", None)
+        if workflow.patched("webhooks-after-consolidation"):
+            await notify(
+                request.bank_id,
+                f"consolidation:{operation_id}",
+                "consolidation.completed",
+                {"operation_id": operation_id, **self._totals.as_dict()},
+            )
         if _changed(self._totals) and workflow.patched("refresh-mental-models"):
             await _refresh_mental_models(request.bank_id)
         if self._more and workflow.patched("consolidation-late-request"):

@@ -134,7 +134,11 @@ class ImportWorkflow:
         await self._stop_writer(writer)
         await workflow.execute_activity_method(
             ImportActivities.finish_import,
-            ImportFinish(request.operation_id, self._facts_added + self._facts_removed),
+            ImportFinish(
+                request.operation_id,
+                self._facts_added + self._facts_removed,
+                keep_input=self._failed > 0,
+            ),
             **options(policies.DATABASE),
         )
         totals = self._totals()

@@ -110,7 +110,8 @@ class ReflectWorkflow:
         self._bank_id = request.bank_id
         context: ReflectContext = await workflow.execute_activity_method(
             ReflectActivities.load_reflect_context,
-            ContextRequest(request.bank_id),
+            # Extra fields of the activity's input: replay does not compare them.
+            ContextRequest(request.bank_id, list(request.tags), _scope(request).tags_match),
             start_to_close_timeout=policies.DATABASE.start_to_close,
             retry_policy=policies.REFLECT_TOOL.retry,
             heartbeat_timeout=policies.DATABASE.heartbeat,

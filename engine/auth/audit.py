@@ -12,6 +12,7 @@ from typing import Any
 import asyncpg
 
 from engine.db import Connection
+from engine.errors import NotFound
 
 
 @dataclass(frozen=True)
@@ -112,6 +113,23 @@ async def list_audit(
     rows = await conn.fetch(SELECT_AUDIT, *filters, limit, offset)
     total = await conn.fetchval(COUNT_AUDIT, *filters)
     return [_entry(row) for row in rows], int(total or 0)
+
+
+async def get_audit(conn: Connection, bank_id: str, log_id: str) -> AuditEntry:
+    """One of a bank's entries; NotFound for an unknown id or another bank's entry."""
+    try:
+        key = uuid.UUID(log_id)
+    except ValueError as exc:
+        raise NotFound("audit log", log_id) from exc
+    row = await conn.fetchrow(
+        "SELECT id, action, transport, bank_id, key_id, operation_id, status, outcome,"
+        " started_at, ended_at, request, metadata FROM audit_logs WHERE id = $1 AND bank_id = $2",
+        key,
+        bank_id,
+    )
+    if row is None:
+        raise NotFound("audit log", log_id)
+    return _entry(row)
 
 
 async def sweep_audit(conn: Connection, before: datetime) -> int:

@@ -3,6 +3,7 @@ and clearing them."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -12,7 +13,7 @@ import asyncpg
 
 from engine.consolidation.freshness import Trend, freshness_trend
 from engine.db import Connection
-from engine.errors import NotFound
+from engine.errors import InvalidInput, NotFound
 
 
 @dataclass(frozen=True)
@@ -226,3 +227,115 @@ async def clear_observations(conn: Connection, bank_id: str) -> int:
             bank_id,
         )
         return int(status.rsplit(" ", 1)[-1])
+
+
+_FACTS_OBSERVATIONS = """
+SELECT DISTINCT e.observation_id FROM observation_evidence e
+WHERE e.bank_id = $1 AND e.fact_id = ANY($2::uuid[])
+"""
+# The retraction is recorded, so the cleared observations keep a history.
+_RETRACT_CLEARED = """
+INSERT INTO observation_history (bank_id, observation_id, version, change, previous_text,
+                                 new_text, reason, fact_ids)
+SELECT $1, o.observation_id, o.version + 1, 'retracted', m.text, NULL, $3, $4::uuid[]
+FROM observations o JOIN memory_units m ON m.id = o.observation_id
+WHERE o.observation_id = ANY($2::uuid[])
+"""
+_REQUEUE_EVIDENCE = """
+UPDATE memory_units SET consolidated_at = NULL
+WHERE bank_id = $1 AND fact_type <> 'observation'
+  AND (id = ANY($3::uuid[]) OR id IN (SELECT fact_id FROM observation_evidence
+                                      WHERE observation_id = ANY($2::uuid[])))
+"""
+
+
+async def _clear_built_from(
+    conn: Connection, bank_id: str, facts: list[uuid.UUID], reason: str
+) -> list[str]:
+    """In the caller's transaction: delete the observations resting on `facts`, put those
+    facts and the observations' other evidence back on the backlog, record each retraction."""
+    found = [r["observation_id"] for r in await conn.fetch(_FACTS_OBSERVATIONS, bank_id, facts)]
+    await conn.execute(_RETRACT_CLEARED, bank_id, found, reason, facts)
+    await conn.execute(_REQUEUE_EVIDENCE, bank_id, found, facts)
+    await conn.execute("DELETE FROM pending_links WHERE to_unit = ANY($1::uuid[])", found)
+    await conn.execute(
+        "DELETE FROM memory_units WHERE bank_id = $1 AND id = ANY($2::uuid[])", bank_id, found
+    )
+    return [str(o) for o in found]
+
+
+# A consolidation batch may hold the same rows: the loser of a deadlock runs again.
+CLEAR_ATTEMPTS = 3
+
+
+async def _clear_in_transaction(
+    conn: Connection, bank_id: str, facts: list[uuid.UUID], reason: str
+) -> list[str]:
+    for attempt in range(CLEAR_ATTEMPTS):
+        try:
+            async with conn.transaction():
+                return await _clear_built_from(conn, bank_id, facts, reason)
+        except asyncpg.DeadlockDetectedError:
+            if attempt == CLEAR_ATTEMPTS - 1:
+                raise
+    raise AssertionError("unreachable")
+
+
+async def clear_fact_observations(conn: Connection, bank_id: str, memory_id: str) -> list[str]:
+    """Delete the observations built from one fact and put that fact, and the other facts
+    those observations rested on, back on the backlog; the fact itself stays. Returns the
+    ids of the observations that went (each leaves a 'retracted' line in its history)."""
+    try:
+        fact_id = uuid.UUID(memory_id)
+    except ValueError as exc:
+        raise NotFound("memory", memory_id) from exc
+    kind = await conn.fetchval(
+        "SELECT fact_type FROM memory_units WHERE bank_id = $1 AND id = $2", bank_id, fact_id
+    )
+    if kind is None:
+        raise NotFound("memory", memory_id)
+    if kind == "observation":
+        raise InvalidInput(
+            "memory_id", "is an observation; clear a fact's observations, or DELETE it"
+        )
+    reason = f"cleared with the observations of memory {memory_id}"
+    return await _clear_in_transaction(conn, bank_id, [fact_id], reason)
+
+
+_RECOUNT_ENTITY = """
+UPDATE entities e SET
+    mention_count = s.n,
+    first_seen = coalesce(s.first, e.first_seen),
+    last_seen = coalesce(s.last, e.last_seen)
+FROM (SELECT count(*) AS n, min(coalesce(m.occurred_start, m.mentioned_at)) AS first,
+             max(coalesce(m.occurred_start, m.mentioned_at)) AS last
+      FROM unit_entities ue JOIN memory_units m ON m.id = ue.unit_id
+      WHERE ue.entity_id = $2 AND m.fact_type <> 'observation') s
+WHERE e.bank_id = $1 AND e.id = $2
+"""
+
+
+async def clear_entity_observations(conn: Connection, bank_id: str, entity_id: str) -> list[str]:
+    """Hindsight's entity regeneration, first half: the observations built from the entity's
+    facts cleared (their facts back on the backlog) so consolidation rebuilds them, and the
+    entity's count and first/last seen recomputed from its facts. Returns the cleared ids."""
+    try:
+        key = uuid.UUID(entity_id)
+    except ValueError as exc:
+        raise NotFound("entity", entity_id) from exc
+    exists = await conn.fetchval(
+        "SELECT 1 FROM entities WHERE bank_id = $1 AND id = $2", bank_id, key
+    )
+    if exists is None:
+        raise NotFound("entity", entity_id)
+    facts = [
+        r["unit_id"]
+        for r in await conn.fetch(
+            "SELECT ue.unit_id FROM unit_entities ue JOIN memory_units m ON m.id = ue.unit_id"
+            " WHERE ue.entity_id = $1 AND m.fact_type <> 'observation'",
+            key,
+        )
+    ]
+    cleared = await _clear_in_transaction(conn, bank_id, facts, f"regenerated entity {entity_id}")
+    await conn.execute(_RECOUNT_ENTITY, bank_id, key)
+    return cleared

@@ -44,6 +44,7 @@ class ImportRequest:
 class ImportFinish:
     operation_id: str
     facts_changed: int = 0  # added + removed over the whole import
+    keep_input: bool = False  # some documents failed: the staged file stays for a retry
 
 
 @dataclass(frozen=True)

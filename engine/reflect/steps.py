@@ -10,11 +10,15 @@ from engine.reflect.prompt import Directive
 from engine.reflect.search import Scope
 from engine.reflect.tools import CheckedCall
 from engine.store.banks import Disposition
+from engine.store.memories import TagsMatch
 
 
 @dataclass(frozen=True)
 class ContextRequest:
     bank_id: str
+    # The question's tag scope: tagged directives apply only when it matches their tags.
+    tags: list[str] = field(default_factory=list)
+    tags_match: TagsMatch = "any"
 
 
 @dataclass(frozen=True)

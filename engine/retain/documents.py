@@ -3,9 +3,12 @@
 A retain request's documents are staged in `retain_documents` before its workflow starts, an
 import's in `import_documents` (engine/imports/staging.py); the pipeline's steps load them by
 (operation, seq). Plans (new chunks with their text) go to `document_plans`. Everything an
-operation staged is removed when it ends (`discard_operation`), and rows older than
-SWEEP_AFTER whose operation is not open are swept, so a failed or cancelled run leaves
-nothing a later one could trip over.
+operation staged is removed when it completes (`discard_operation`). A failed or cancelled
+one keeps its input and the results of the documents it stored, so `POST
+.../operations/{id}/retry` can run it again (server/retry.py): the documents already stored
+answer their recorded results, the others are planned afresh. Rows older than SWEEP_AFTER
+whose operation is not open are swept, those of a failed or cancelled operation once it has
+been closed for RETRY_WINDOW.
 """
 
 from __future__ import annotations
@@ -34,6 +37,8 @@ STAGE_BATCH = 500
 # once when their operation ends; this catches operations whose workflow never ended, e.g.
 # terminated by an operator).
 SWEEP_AFTER = timedelta(hours=1)
+# How long a failed or cancelled operation's input is kept for a retry.
+RETRY_WINDOW = timedelta(days=1)
 
 
 def item_json(item: RetainItem) -> dict[str, Any]:
@@ -117,7 +122,8 @@ async def load_documents(
     rows = await conn.fetch(_LOAD[source], operation_id, seqs)
     found: dict[int, DocumentInput | InvalidInput] = {}
     for row in rows:
-        mode: UpdateMode = "append" if row["update_mode"] == "append" else "replace"
+        stored_mode = row["update_mode"]
+        mode: UpdateMode = stored_mode if stored_mode in ("append", "reprocess") else "replace"
         try:
             items = [item_from_json(i) for i in row["items"]]
         except (KeyError, TypeError, ValueError) as exc:
@@ -277,26 +283,61 @@ _DISCARD = (
     "DELETE FROM staged_facts WHERE operation_id = $1",
 )
 
-_OPEN = "('pending', 'running')"
-_SWEEP = (
-    f"DELETE FROM retain_documents r WHERE r.created_at < now() - $1::interval AND NOT EXISTS"
-    f" (SELECT 1 FROM operations o WHERE o.operation_id = r.operation_id AND o.status IN {_OPEN})",
-    f"DELETE FROM document_plans r WHERE r.created_at < now() - $1::interval AND NOT EXISTS"
-    f" (SELECT 1 FROM operations o WHERE o.operation_id = r.operation_id AND o.status IN {_OPEN})",
-    f"DELETE FROM staged_facts r WHERE r.created_at < now() - $1::interval AND NOT EXISTS"
-    f" (SELECT 1 FROM operations o WHERE o.operation_id = r.operation_id AND o.status IN {_OPEN})",
-    f"DELETE FROM document_waiters r WHERE r.queued_at < now() - $1::interval AND NOT EXISTS"
-    f" (SELECT 1 FROM operations o WHERE o.operation_id = r.operation_id AND o.status IN {_OPEN})",
+# What a failed or cancelled operation drops: unfinished plans and extracted facts (a retry
+# plans and extracts again); its input and the stored documents' results stay.
+_DISCARD_UNFINISHED = (
+    "DELETE FROM document_plans WHERE operation_id = $1 AND result IS NULL",
+    "DELETE FROM staged_facts WHERE operation_id = $1",
+)
+
+_OPEN = (
+    "(SELECT 1 FROM operations o WHERE o.operation_id = r.operation_id"
+    " AND o.status IN ('pending', 'running'))"
+)
+# An operation still open, or closed as failed/cancelled within the retry window ($2).
+_RETRYABLE = (
+    "(SELECT 1 FROM operations o WHERE o.operation_id = r.operation_id"
+    " AND (o.status IN ('pending', 'running') OR (o.status IN ('failed', 'cancelled')"
+    " AND o.updated_at > now() - $2::interval)))"
+)
+_SWEEP_INPUT = (
+    f"DELETE FROM retain_documents r WHERE r.created_at < now() - $1::interval"
+    f" AND NOT EXISTS {_RETRYABLE}",
+    f"DELETE FROM document_plans r WHERE r.created_at < now() - $1::interval"
+    f" AND NOT EXISTS {_RETRYABLE}",
+)
+_SWEEP_WORK = (
+    f"DELETE FROM staged_facts r WHERE r.created_at < now() - $1::interval AND NOT EXISTS {_OPEN}",
+    f"DELETE FROM document_waiters r WHERE r.queued_at < now() - $1::interval"
+    f" AND NOT EXISTS {_OPEN}",
 )
 
 
-async def discard_operation(conn: Connection, operation_id: str) -> None:
-    """Remove what the operation staged (its claims are released by engine/retain/claims)."""
-    for statement in _DISCARD:
+async def discard_operation(
+    conn: Connection, operation_id: str, *, keep_input: bool = False
+) -> None:
+    """Remove what the operation staged (its claims are released by engine/retain/claims);
+    with `keep_input`, only what a retry makes again."""
+    for statement in _DISCARD_UNFINISHED if keep_input else _DISCARD:
         await conn.execute(statement, operation_id)
 
 
-async def sweep_staging(conn: Connection, older_than: timedelta = SWEEP_AFTER) -> None:
-    """Remove staged rows of operations that are no longer open, once they are old."""
-    for statement in _SWEEP:
+async def staged_input(conn: Connection, operation_id: str) -> tuple[int, int]:
+    """(documents, items) a retain operation has staged; (0, 0) once its input is gone."""
+    row = await conn.fetchrow(
+        "SELECT count(*) AS documents, coalesce(sum(records), 0) AS items"
+        " FROM retain_documents WHERE operation_id = $1",
+        operation_id,
+    )
+    assert row is not None
+    return int(row["documents"]), int(row["items"])
+
+
+async def sweep_staging(
+    conn: Connection, older_than: timedelta = SWEEP_AFTER, retry_window: timedelta = RETRY_WINDOW
+) -> None:
+    """Remove staged rows of operations that are no longer open (nor retryable), once old."""
+    for statement in _SWEEP_INPUT:
+        await conn.execute(statement, older_than, retry_window)
+    for statement in _SWEEP_WORK:
         await conn.execute(statement, older_than)

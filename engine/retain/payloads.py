@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
 
-UpdateMode = Literal["replace", "append"]
+# reprocess: every chunk of the stored document is extracted again (replace otherwise).
+UpdateMode = Literal["replace", "append", "reprocess"]
 # Where a batch's documents are staged: a retain request or an import.
 Source = Literal["retain", "import"]
 EndStatus = Literal["completed", "failed", "cancelled"]

@@ -25,6 +25,7 @@ from engine.retain.payloads import (
 )
 from engine.retain.plan import plan_documents
 from engine.retain.upsert import upsert_documents
+from engine.store.document_history import record_versions
 
 
 async def plan_batch(conn: Connection, request: PlanRequest) -> PlanResult:
@@ -84,6 +85,13 @@ async def upsert_batch(conn: Connection, job: UpsertBatch) -> UpsertBatchResult:
         results = await upsert_documents(conn, [upsert for _, upsert in pending])
         stored = [(seq, result) for (seq, _), result in zip(pending, results, strict=True)]
         await save_results(conn, job.operation_id, stored)
+        modes = dict(pending)
+        await record_versions(
+            conn,
+            job.bank_id,
+            job.operation_id,
+            [(modes[seq].update_mode, len(modes[seq].items), result) for seq, result in stored],
+        )
         done += [DocumentOutcome(seq, result) for seq, result in stored]
         released = [upsert.plan.document_id for _, upsert in pending]
         waiters = await release_documents(conn, job.bank_id, job.operation_id, released)

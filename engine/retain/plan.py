@@ -66,6 +66,10 @@ async def plan_documents(
     for document in documents:
         jobs = chunk_jobs(bank_id, document, chunk_size)
         existing = stored.get(document.document_id, {})
+        if document.update_mode == "reprocess":
+            # Everything again, with today's options: the stored chunks and their facts go.
+            plans.append(DocumentPlan(document.document_id, jobs, [], sorted(existing)))
+            continue
         new = [job for job in jobs if existing.get(job.chunk_id) != job.content_hash]
         kept = [job.chunk_id for job in jobs if existing.get(job.chunk_id) == job.content_hash]
         new_ids = {job.chunk_id for job in new}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -149,11 +150,18 @@ async def delete_directive(conn: Connection, bank_id: str, directive_id: str) ->
         raise NotFound("directive", directive_id)
 
 
-async def standing_directives(conn: Connection, bank_id: str) -> list[Directive]:
-    """What reflect follows for every question: active and untagged, highest priority first."""
+async def standing_directives(
+    conn: Connection, bank_id: str, tags: Sequence[str] = (), tags_match: TagsMatch = "any"
+) -> list[Directive]:
+    """What reflect follows for a question, highest priority first: the active untagged
+    directives always; a tagged one only when the question is scoped by tags that match its
+    tags (Hindsight's rule: a question without tags loads only the global directives)."""
+    scoped = tags_clause("tags", "$2::text[]", tags_match)
     rows = await conn.fetch(
         f"SELECT {_COLUMNS} FROM directives WHERE bank_id = $1 AND is_active"
-        " AND tags = '{}' ORDER BY priority DESC, created_at, id",
+        f" AND (tags = '{{}}' OR (cardinality($2::text[]) > 0 AND {scoped}))"
+        " ORDER BY priority DESC, created_at, id",
         bank_id,
+        list(tags),
     )
     return [_directive(r) for r in rows]

@@ -158,3 +158,26 @@ async def delete_operation(conn: Connection, bank_id: str, operation_id: str) ->
         operation_id,
         status,
     )
+
+
+async def reopen_operation(
+    conn: Connection, bank_id: str, operation_id: str, workflow_id: str
+) -> Operation:
+    """A failed or cancelled operation back to pending, run by a new workflow (a retry). Only
+    one of two concurrent retries finds it closed: the other is a Conflict."""
+    row = await conn.fetchrow(
+        f"UPDATE operations SET status = 'pending', error = NULL, workflow_id = $3,"
+        f" progress = '{{}}'::jsonb, updated_at = now()"
+        f" WHERE operation_id = $1 AND bank_id = $2 AND status IN ('failed', 'cancelled')"
+        f" RETURNING {_COLUMNS}",
+        operation_id,
+        bank_id,
+        workflow_id,
+    )
+    if row is None:
+        current = await get_operation(conn, bank_id, operation_id)
+        raise Conflict(
+            f"operation {operation_id} is {current.status}; only a failed or cancelled"
+            " operation can be retried"
+        )
+    return _operation(row)

@@ -22,6 +22,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from server.mcp_server.backend import Backend, ToolFailure, segment
 from server.mcp_server.tools import TOOLS, TOOLS_BY_NAME, ToolSpec
 from server.mcp_server.tools import Scope as ToolScope
+from server.security import TRANSPORT_SCOPE_KEY
 
 INSTRUCTIONS = (
     "Engram is long-term memory. Call recall before answering anything that may depend on "
@@ -168,7 +169,7 @@ class MCPEndpoint:
             for key, value in scope["headers"]
             if key in (b"authorization", b"x-api-key")
         }
-        transport = httpx.ASGITransport(app=app)
+        transport = httpx.ASGITransport(app=_marked(app))
         async with httpx.AsyncClient(
             transport=transport, base_url=INTERNAL_BASE, headers=forwarded, timeout=None
         ) as client:
@@ -176,6 +177,15 @@ class MCPEndpoint:
             manager = StreamableHTTPSessionManager(server, stateless=True, json_response=True)
             async with manager.run():
                 await manager.handle_request(scope, receive, send)
+
+
+def _marked(app: ASGIApp) -> ASGIApp:
+    """The app, with each call marked as made by an MCP tool (for the audit's transport)."""
+
+    async def call(scope: Scope, receive: Receive, send: Send) -> None:
+        await app({**scope, TRANSPORT_SCOPE_KEY: "mcp"}, receive, send)
+
+    return call
 
 
 def mcp_routes() -> list[Route]:

@@ -9,11 +9,13 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from engine.auth.audit import AuditEntry, audit_counts, list_audit
+from engine.auth.audit import AuditEntry, audit_counts, get_audit, list_audit
 from engine.errors import InvalidInput
 from engine.store.banks import get_bank
 from engine.validation import check_instant
 from server.http import int_param, iso, json_response, path_param, services_of, text_param
+from server.lifecycle_responses import AuditLogEntryResponse
+from server.openapi import ApiRoute
 
 
 def _date(request: Request, name: str) -> datetime | None:
@@ -111,9 +113,25 @@ async def audit_log_stats(request: Request) -> Response:
     )
 
 
+async def get_audit_log(request: Request) -> Response:
+    bank_id = path_param(request, "bank_id")
+    async with services_of(request).pool.acquire() as conn:
+        await get_bank(conn, bank_id)
+        entry = await get_audit(conn, bank_id, path_param(request, "log_id"))
+    return json_response(entry_json(entry))
+
+
 def routes() -> list[Route]:
     base = "/v1/default/banks/{bank_id}/audit-logs"
     return [
         Route(base, list_audit_logs, methods=["GET"]),
         Route(base + "/stats", audit_log_stats, methods=["GET"]),
+        ApiRoute(
+            base + "/{log_id}",
+            get_audit_log,
+            methods=["GET"],
+            tag="audit",
+            summary="One audit log entry",
+            response=AuditLogEntryResponse,
+        ),
     ]

@@ -9,6 +9,7 @@ import uuid
 from datetime import datetime
 from typing import Any, Literal
 
+from pydantic import BaseModel
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
@@ -28,6 +29,13 @@ from engine.store.banks import get_bank
 from engine.store.memories import get_memory
 from server.http import json_response, parse_body, path_param, services_of
 from server.lifecycle import after_erasure
+from server.lifecycle_responses import (
+    FeedbackResponse,
+    ForgetResponse,
+    LifecycleRunResponse,
+    UpdatedMemoryResponse,
+)
+from server.openapi import ApiRoute
 from server.retain import parse_timestamp
 from server.routes.memories import STATES_FROM_WIRE, memory_item
 from server.schemas import Request as Body
@@ -60,6 +68,10 @@ class ForgetIn(Body):
     start_date: str | None = None
     end_date: str | None = None
     dry_run: bool = False
+
+
+class DeleteMemoryQuery(BaseModel):
+    dry_run: bool | None = None
 
 
 class LifecycleRunIn(Body):
@@ -220,9 +232,49 @@ async def run_lifecycle_route(request: Request) -> Response:
 def routes() -> list[Route]:
     base = "/v1/default/banks/{bank_id}"
     return [
-        Route(base + "/memories/{memory_id}", update_memory_route, methods=["PATCH"]),
-        Route(base + "/memories/{memory_id}", delete_memory_route, methods=["DELETE"]),
-        Route(base + "/memories/{memory_id}/feedback", feedback_route, methods=["POST"]),
-        Route(base + "/forget", forget_route, methods=["POST"]),
-        Route(base + "/lifecycle/run", run_lifecycle_route, methods=["POST"]),
+        ApiRoute(
+            base + "/memories/{memory_id}",
+            update_memory_route,
+            methods=["PATCH"],
+            tag="lifecycle",
+            summary="Correct a memory (text, dates, type, tags, state); kept in its history",
+            body=UpdateMemoryIn,
+            response=UpdatedMemoryResponse,
+        ),
+        ApiRoute(
+            base + "/memories/{memory_id}",
+            delete_memory_route,
+            methods=["DELETE"],
+            tag="lifecycle",
+            summary="Forget one memory (dry_run=true lists what would go)",
+            query=DeleteMemoryQuery,
+            response=ForgetResponse,
+        ),
+        ApiRoute(
+            base + "/memories/{memory_id}/feedback",
+            feedback_route,
+            methods=["POST"],
+            tag="lifecycle",
+            summary="Feedback on a memory: useful, not_useful or wrong",
+            body=FeedbackIn,
+            response=FeedbackResponse,
+        ),
+        ApiRoute(
+            base + "/forget",
+            forget_route,
+            methods=["POST"],
+            tag="lifecycle",
+            summary="Forget memories by ids or filter, with a dry run",
+            body=ForgetIn,
+            response=ForgetResponse,
+        ),
+        ApiRoute(
+            base + "/lifecycle/run",
+            run_lifecycle_route,
+            methods=["POST"],
+            tag="lifecycle",
+            summary="Run the bank's lifecycle (decay, archive, sweep) now and wait for it",
+            body=LifecycleRunIn,
+            response=LifecycleRunResponse,
+        ),
     ]

@@ -10,6 +10,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from engine.consolidation.observations import observation_sources
+from engine.db import Connection
 from engine.errors import InvalidInput
 from engine.store.banks import get_bank
 from engine.store.documents import (
@@ -338,30 +339,32 @@ async def list_entities_route(request: Request) -> Response:
     )
 
 
+async def entity_detail(conn: Connection, bank_id: str, entity_id: str) -> dict[str, Any]:
+    """Hindsight's EntityDetailResponse, with the entity's facts (Engram's addition)."""
+    entity = await get_entity(conn, bank_id, entity_id)
+    facts, total = await list_memories(conn, bank_id, MemoryFilter(entity_id=entity.id), 100, 0)
+    return {
+        "id": entity.id,
+        "canonical_name": entity.canonical_name,
+        "mention_count": entity.mention_count,
+        "first_seen": iso(entity.first_seen),
+        "last_seen": iso(entity.last_seen),
+        "metadata": {"kind": entity.kind, "aliases": entity.aliases},
+        "observations": [
+            {"text": m.text, "mentioned_at": iso(m.mentioned_at)}
+            for m in facts
+            if m.fact_type == "observation"
+        ],
+        "facts": [memory_item(m) for m in facts],
+        "facts_total": total,
+    }
+
+
 async def get_entity_route(request: Request) -> Response:
     bank_id = path_param(request, "bank_id")
-    entity_id = path_param(request, "entity_id")
     async with services_of(request).pool.acquire() as conn:
         await get_bank(conn, bank_id)
-        entity = await get_entity(conn, bank_id, entity_id)
-        facts, total = await list_memories(conn, bank_id, MemoryFilter(entity_id=entity.id), 100, 0)
-    return json_response(
-        {
-            "id": entity.id,
-            "canonical_name": entity.canonical_name,
-            "mention_count": entity.mention_count,
-            "first_seen": iso(entity.first_seen),
-            "last_seen": iso(entity.last_seen),
-            "metadata": {"kind": entity.kind, "aliases": entity.aliases},
-            "observations": [
-                {"text": m.text, "mentioned_at": iso(m.mentioned_at)}
-                for m in facts
-                if m.fact_type == "observation"
-            ],
-            "facts": [memory_item(m) for m in facts],
-            "facts_total": total,
-        }
-    )
+        return json_response(await entity_detail(conn, bank_id, path_param(request, "entity_id")))
 
 
 class UpdateDocumentIn(Body):

@@ -49,6 +49,8 @@ from server.http import (
     services_of,
     texts_param,
 )
+from server.lifecycle_responses import MentalModelDryRunRefreshResult
+from server.mental_model_preview import dry_run_refresh
 from server.mental_models import delete_schedule, submit_refresh, sync_schedule
 from server.openapi import ApiRoute
 from server.schemas import Request as Body
@@ -327,13 +329,11 @@ async def history(request: Request) -> Response:
 
 
 async def dry_run(request: Request) -> Response:
+    bank_id, model_id = path_param(request, "bank_id"), path_param(request, "id")
     services = services_of(request)
     async with services.pool.acquire() as conn:
-        await get_model(conn, path_param(request, "bank_id"), path_param(request, "id"))
-    return json_response(
-        {"detail": "dry-run-refresh is not implemented; POST .../refresh runs a refresh"},
-        status_code=501,
-    )
+        await get_bank(conn, bank_id)
+    return json_response(await dry_run_refresh(services, bank_id, model_id))
 
 
 def routes() -> list[Route]:
@@ -399,6 +399,7 @@ def routes() -> list[Route]:
             dry_run,
             methods=["POST"],
             tag="mental-models",
-            summary="Not implemented (501): POST .../refresh runs a refresh",
+            summary="Preview a refresh: the content it would write, and its diff (nothing stored)",
+            response=MentalModelDryRunRefreshResult,
         ),
     ]

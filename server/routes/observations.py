@@ -12,6 +12,7 @@ from starlette.routing import Route
 
 from engine.consolidation.observations import (
     HistoryItem,
+    clear_fact_observations,
     clear_observations,
     consolidation_status,
     observation_detail,
@@ -23,7 +24,9 @@ from engine.errors import InvalidInput
 from engine.lifecycle.versions import FactVersion, fact_history
 from engine.store.banks import get_bank
 from server.http import iso, json_response, path_param, services_of
+from server.lifecycle_responses import ClearMemoryObservationsResponse, MemoryHistoryResponse
 from server.openapi import ApiRoute
+from server.services import Services
 from workflows.consolidation import ConsolidationWorkflow, consolidation_workflow_id
 
 
@@ -110,6 +113,20 @@ async def history_route(request: Request) -> Response:
     return json_response([history_json(h) for h in items])
 
 
+async def clear_memory_route(request: Request) -> Response:
+    """Hindsight's clear_memory_observations: the observations built from one fact go, the
+    fact stays and is consolidated again (a run is started when the bank consolidates)."""
+    bank_id = path_param(request, "bank_id")
+    services = services_of(request)
+    async with services.pool.acquire() as conn:
+        bank = await get_bank(conn, bank_id)
+        removed = await clear_fact_observations(conn, bank_id, path_param(request, "memory_id"))
+    services.recall.token_cache.discard(removed)
+    if removed and bank.config.enable_observations:
+        await start_consolidation(services, bank_id)
+    return json_response({"deleted_count": len(removed)})
+
+
 async def consolidate_route(request: Request) -> Response:
     """Start the bank's consolidation, or tell the running one to make another pass."""
     bank_id = path_param(request, "bank_id")
@@ -118,6 +135,12 @@ async def consolidate_route(request: Request) -> Response:
         bank = await get_bank(conn, bank_id)
     if not bank.config.enable_observations:
         raise InvalidInput("enable_observations", "is off for this bank; turn it on first")
+    workflow_id = await start_consolidation(services, bank_id)
+    return json_response({"success": True, "bank_id": bank_id, "workflow_id": workflow_id})
+
+
+async def start_consolidation(services: Services, bank_id: str) -> str:
+    """Start the bank's consolidation workflow, or signal the running one for another pass."""
     workflow_id = consolidation_workflow_id(bank_id)
     await services.temporal.start_workflow(
         ConsolidationWorkflow.run,
@@ -126,7 +149,7 @@ async def consolidate_route(request: Request) -> Response:
         task_queue=services.settings.task_queue,
         start_signal="more",
     )
-    return json_response({"success": True, "bank_id": bank_id, "workflow_id": workflow_id})
+    return workflow_id
 
 
 async def status_route(request: Request) -> Response:
@@ -174,10 +197,19 @@ def routes() -> list[Route]:
             summary="Consolidation state and backlog",
         ),
         ApiRoute(
+            base + "/memories/{memory_id}/observations",
+            clear_memory_route,
+            methods=["DELETE"],
+            tag="observations",
+            summary="Delete the observations built from one memory; it is consolidated again",
+            response=ClearMemoryObservationsResponse,
+        ),
+        ApiRoute(
             base + "/memories/{memory_id}/history",
             history_route,
             methods=["GET"],
             tag="observations",
-            summary="An observation's history",
+            summary="A memory's history: an observation's changes, or a fact's corrections",
+            response=MemoryHistoryResponse,
         ),
     ]

@@ -77,15 +77,7 @@ UNSUPPORTED: dict[tuple[str, str], tuple[str, str]] = {
 }
 
 # (method, path) -> the open issue that builds it
-PENDING: dict[tuple[str, str], int] = {
-    ("DELETE", f"{BANK}/memories/{{memory_id}}/observations"): 12,
-    ("GET", f"{BANK}/audit-logs/{{log_id}}"): 16,
-    ("POST", f"{BANK}/operations/{{operation_id}}/retry"): 14,
-    ("POST", f"{BANK}/documents/{{document_id}}/reprocess"): 14,
-    ("GET", f"{BANK}/documents/{{document_id}}/history"): 14,
-    ("POST", f"{BANK}/memories/dry-run-extract"): 14,
-    ("POST", f"{BANK}/entities/{{entity_id}}/regenerate"): 14,
-}
+PENDING: dict[tuple[str, str], int] = {}
 
 
 class NotServed(ApiRoute):

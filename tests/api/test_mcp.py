@@ -76,6 +76,17 @@ async def local_bank(url: str, bank_id: str) -> None:
         assert response.status_code == 200, response.text
 
 
+async def audit_transports(url: str, bank_id: str) -> dict[str, set[str]]:
+    """Each audited action of the bank, with the transports it came through."""
+    async with httpx.AsyncClient(base_url=url) as raw:
+        response = await raw.get(f"/v1/default/banks/{bank_id}/audit-logs", params={"limit": 500})
+    assert response.status_code == 200, response.text
+    found: dict[str, set[str]] = {}
+    for entry in response.json()["items"]:
+        found.setdefault(entry["action"], set()).add(entry["transport"])
+    return found
+
+
 async def test_multi_bank_retain_recall_reflect(url: str, bank_id: str) -> None:
     async with Client(f"{url}/mcp/") as client:
         listed = (await client.list_tools()).tools
@@ -123,6 +134,9 @@ async def test_multi_bank_retain_recall_reflect(url: str, bank_id: str) -> None:
         missing = await failed(client, "get_bank", {"bank_id": f"nope-{bank_id}"})
         assert "nope-" in missing
         assert "unknown tool" in await failed(client, "teleport", {"bank_id": bank_id})
+    transports = await audit_transports(url, bank_id)
+    assert transports["POST /v1/default/banks/{bank_id}/memories"] == {"mcp"}
+    assert transports["PUT /v1/default/banks/{bank_id}"] == {"mcp", "http"}  # tool, then raw
 
 
 async def test_every_tool_on_the_single_bank_endpoint(url: str, bank_id: str) -> None:
@@ -209,3 +223,5 @@ async def test_stdio_server_pinned_to_a_bank(url: str, bank_id: str) -> None:
         await call(client, "sync_retain", {"content": "Cy: my sister Dee lives in Oslo."})
         assert "Oslo" in await call(client, "recall", {"query": "Where does Dee live?"})
         assert "query" in await failed(client, "recall", {})
+    transports = await audit_transports(url, bank_id)
+    assert transports["POST /v1/default/banks/{bank_id}/memories"] == {"mcp"}

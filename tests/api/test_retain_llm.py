@@ -112,3 +112,38 @@ async def test_a_rejected_request_fails_the_operation_and_stores_nothing(
     assert operation["status"] == "failed"
     assert "model does not exist" in operation["error_message"]
     assert (await api.get(f"{BASE}/{bank_id}/memories/list")).json()["items"] == []
+
+
+async def test_dry_run_extract_previews_the_llm_facts_and_tokens_without_storing(
+    api: httpx.AsyncClient, bank_id: str, fake: FakeOpenAI
+) -> None:
+    fake.push(Reply(GOOD, prompt_tokens=120, completion_tokens=40))
+    body = {
+        "content": "Caroline: I went to a LGBTQ support group yesterday. I felt accepted.",
+        "timestamp": "2023-05-08T13:56:00Z",
+        "context": "chat between Caroline and Melanie",
+        "metadata": {"dia_id": "D1:3"},
+        "retain_extraction_mode": "llm",
+    }
+    assert (await api.put(f"{BASE}/{bank_id}", json={"name": "dry"})).status_code == 200
+    response = await api.post(f"{BASE}/{bank_id}/memories/dry-run-extract", json=body)
+    assert response.status_code == 200, response.text
+    result = response.json()
+    assert [f["text"] for f in result["facts"]] == [
+        "Caroline went to an LGBTQ support group on 7 May 2023.",
+        "Caroline felt accepted at the support group.",
+    ]
+    assert result["facts"][0]["entities"] == ["Caroline"]
+    assert result["facts"][0]["occurred_start"].startswith("2023-05-07")
+    assert result["usage"] == {
+        "input_tokens": 120,
+        "output_tokens": 40,
+        "total_tokens": 160,
+        "cached_tokens": 0,
+        "thoughts_tokens": 0,
+    }
+    prompt = " ".join(str(m.get("content")) for m in fake.requests[-1]["messages"])
+    assert "Metadata: dia_id: D1:3" in prompt and "chat between Caroline" in prompt
+    assert (await api.get(f"{BASE}/{bank_id}/memories/list")).json()["items"] == []
+    calls = (await api.get(f"{BASE}/{bank_id}/llm-requests")).json()["items"]
+    assert [c["operation"] for c in calls] == ["dry_run_extract"]

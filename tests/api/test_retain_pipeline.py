@@ -171,7 +171,7 @@ async def test_staged_facts_of_an_ended_operation_never_reach_a_later_retain(
     assert left == 0
 
 
-async def test_ten_thousand_items_are_staged_and_a_cancelled_retain_leaves_no_staging(
+async def test_ten_thousand_items_are_staged_and_a_cancelled_retain_keeps_only_its_input(
     plain_api: httpx.AsyncClient,
     temporal_env: WorkflowEnvironment,
     settings: Settings,
@@ -181,7 +181,7 @@ async def test_ten_thousand_items_are_staged_and_a_cancelled_retain_leaves_no_st
     bank_id: str,
 ) -> None:
     """10,000 items: the workflow's input is the options and two counts, not the items; the
-    operation cancelled, its staging is discarded."""
+    operation cancelled, its staging is discarded but for its input (kept for a retry)."""
     op = f"big-{bank_id}"
     items = [{"content": f"Note {i}: Ines checked the mooring."} for i in range(10_000)]
     body = {"items": items, "async": True, "operation_id": op}
@@ -197,4 +197,9 @@ async def test_ten_thousand_items_are_staged_and_a_cancelled_retain_leaves_no_st
     async with production_worker(temporal_env, settings, pool, embedder, cpu):
         final = await wait_done(plain_api, bank_id, op)
     assert final["status"] == "cancelled"
-    assert await staged_rows(pool, op) == 0
+    assert await staged_rows(pool, op) == 10_000
+    async with pool.acquire() as conn:
+        kept = await conn.fetchval(
+            "SELECT count(*) FROM retain_documents WHERE operation_id = $1", op
+        )
+    assert kept == 10_000

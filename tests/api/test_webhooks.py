@@ -1,5 +1,5 @@
-"""Webhooks: a retain's completion is delivered to a local receiver, signed with HMAC-SHA256,
-retried when the receiver fails, and recorded as a delivery."""
+"""Webhooks: a retain's (and a consolidation's) completion is delivered to a local receiver,
+signed with HMAC-SHA256, retried when the receiver fails, and recorded as a delivery."""
 
 from __future__ import annotations
 
@@ -102,8 +102,29 @@ async def test_webhook_validation_and_management(api: httpx.AsyncClient, bank_id
     assert hook["secret"] is None and set(hook["event_types"]) == {
         "retain.completed",
         "retain.failed",
+        "consolidation.completed",
+        "consolidation.failed",
     }
     off = check(doc, await api.patch(f"{bank}/webhooks/{hook['id']}", json={"enabled": False}))
     assert off["enabled"] is False and off["url"] == "http://127.0.0.1:9/h"
     check(doc, await api.delete(f"{bank}/webhooks/{hook['id']}"))
     assert (await api.delete(f"{bank}/webhooks/{hook['id']}")).status_code == 404
+
+
+async def test_consolidation_completion_is_delivered(api: httpx.AsyncClient, bank_id: str) -> None:
+    bank = f"{BASE}/{bank_id}"
+    settings = {"extraction_mode": "local", "enable_observations": True}
+    assert (await api.put(bank, json=settings)).status_code == 200
+    receiver = Receiver(failures=0)
+    async with serve(receiver.app()) as url:
+        body = {"url": f"{url}/hook", "event_types": ["consolidation.completed"]}
+        hook = (await api.post(f"{bank}/webhooks", json=body)).json()
+        items = [{"content": "Ana loves figs.", "document_id": "d1"}]
+        assert (await api.post(f"{bank}/memories", json={"items": items})).status_code == 200
+        deliveries = await settled(api, f"{bank}/webhooks/{hook['id']}/deliveries")
+    assert [d["event_type"] for d in deliveries["items"]] == ["consolidation.completed"]
+    assert deliveries["items"][0]["status"] == "delivered"
+    payload = json.loads(receiver.received[-1][1])
+    assert payload["event"] == "consolidation.completed" and payload["bank_id"] == bank_id
+    assert payload["data"]["operation_id"].startswith("consolidation-")
+    assert payload["data"]["facts"] >= 1

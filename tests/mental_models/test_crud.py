@@ -100,7 +100,8 @@ async def test_bad_input_is_a_400_naming_the_field(
 
 
 async def test_unknown_model_is_a_404(api: httpx.AsyncClient, bank_id: str) -> None:
-    await create_model(api, bank_id, id="known", name="N", source_query="Q")
+    created = await create_model(api, bank_id, id="known", name="N", source_query="Q")
+    await wait_operation(api, bank_id, created["operation_id"])  # its first refresh is done
     base = f"/v1/default/banks/{bank_id}/mental-models/unknown"
     assert (await api.get(base)).status_code == 404
     assert (await api.patch(base, json={"name": "x"})).status_code == 404
@@ -109,8 +110,16 @@ async def test_unknown_model_is_a_404(api: httpx.AsyncClient, bank_id: str) -> N
     assert (await api.post(base + "/clear")).status_code == 404
     assert (await api.get(base + "/history")).status_code == 404
     assert (await api.post(base + "/dry-run-refresh")).status_code == 404
-    known = f"/v1/default/banks/{bank_id}/mental-models/known/dry-run-refresh"
-    assert (await api.post(known)).status_code == 501  # said, not silently missing
+    known = f"/v1/default/banks/{bank_id}/mental-models/known"
+    before = await get_model(api, bank_id, "known")
+    preview = await api.post(known + "/dry-run-refresh")
+    assert preview.status_code == 200, preview.text
+    body = preview.json()
+    assert body["mental_model_id"] == "known" and body["effective_mode"] == "full"
+    assert body["current_content"] == before["content"]
+    assert body["would_persist"] == (body["outcome"] == "content_written")
+    after = await get_model(api, bank_id, "known")
+    assert after["content"] == before["content"]  # a preview stores nothing
 
 
 async def test_a_bad_cron_on_update_leaves_the_model_unchanged(

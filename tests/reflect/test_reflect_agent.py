@@ -285,3 +285,31 @@ async def test_a_refusal_from_the_model_is_reported_not_retried(
     detail = response.json()["detail"]
     assert detail.startswith("reflect failed:") and "HTTP 400" in detail
     assert len(fake.requests) == before + 1
+
+
+async def test_a_tagged_directive_applies_only_to_questions_scoped_by_its_tags(
+    api: httpx.AsyncClient, bank_id: str, fake: FakeOpenAI
+) -> None:
+    await quiet_bank(api, bank_id)
+    directives = f"/v1/default/banks/{bank_id}/directives"
+    for body in (
+        {"name": "brief", "content": "Answer in one sentence."},
+        {"name": "codes", "content": "Quote the project code.", "tags": ["work"]},
+    ):
+        assert (await api.post(directives, json=body)).status_code in (200, 201)
+    prompts: list[str] = []
+    for scope in (
+        {},
+        {"tags": ["work"]},
+        {"tags": ["home"]},
+        {"tags": ["work"], "tags_match": "exact"},
+    ):
+        before = len(fake.requests)
+        fake.push(Reply("Nothing is known."))
+        await reflect(api, bank_id, query="What is the plan?", **scope)
+        [request] = fake.requests[before:]
+        prompts.append(system_prompt_of(request))
+    unscoped, work, home, exact = prompts
+    assert all("Answer in one sentence." in p for p in prompts)
+    assert "Quote the project code." in work and "Quote the project code." in exact
+    assert "Quote the project code." not in unscoped and "Quote the project code." not in home

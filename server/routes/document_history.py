@@ -1,0 +1,130 @@
+"""A document's history (`GET .../documents/{id}/history`) and reprocessing (`POST
+.../documents/{id}/reprocess`).
+
+History lists the document's versions (engine/store/document_history.py), newest first:
+every retain, import, append and reprocess that stored it, with the content hash it left and
+what it changed. Reprocess stages the stored document as a retain operation of kind
+`reprocess` and runs it through the one document pipeline (RetainWorkflow →
+workflows/pipeline.py) with the bank's current options: every chunk is extracted again and
+the old facts replaced. The stored document is one text, so a document retained as several
+items is reprocessed as one (their entity hints are not kept).
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Annotated
+
+from pydantic import BaseModel, Field
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+from temporalio.common import WorkflowIDReusePolicy
+
+from engine.retain.documents import stage_documents
+from engine.retain.options import retain_options
+from engine.retain.payloads import DocumentInput, RetainItem, RetainRequest
+from engine.store.banks import get_bank
+from engine.store.document_history import document_history
+from engine.store.documents import get_document
+from engine.store.operations import register_operation
+from server.http import int_param, iso, json_response, path_param, services_of
+from server.lifecycle_responses import DocumentHistoryResponse, ReprocessDocumentResponse
+from server.openapi import ApiRoute
+from server.retain import retain_workflow_id
+from workflows.retain import RetainWorkflow
+
+
+class HistoryQuery(BaseModel):
+    limit: Annotated[int, Field(ge=1, le=1000)] | None = None
+    offset: Annotated[int, Field(ge=0)] | None = None
+
+
+async def history_route(request: Request) -> Response:
+    bank_id, document_id = path_param(request, "bank_id"), path_param(request, "document_id")
+    limit = int_param(request, "limit", 100, low=1, high=1000)
+    offset = int_param(request, "offset", 0, high=10**9)
+    async with services_of(request).pool.acquire() as conn:
+        await get_bank(conn, bank_id)
+        versions, total = await document_history(conn, bank_id, document_id, limit, offset)
+    return json_response(
+        {
+            "document_id": document_id,
+            "total": total,
+            "limit": limit,
+            "offset": offset,
+            "items": [
+                {
+                    "document_id": v.document_id,
+                    "kind": v.kind,
+                    "created_at": iso(v.created_at),
+                    "operation_id": v.operation_id,
+                    "fact_id": None,
+                    "facts_added": v.facts_added,
+                    "facts_removed": v.facts_removed,
+                    "observations_created": None,
+                    "observations_updated": None,
+                    "observations_removed": None,
+                    "content_hash": v.content_hash,
+                    "items_count": v.items_count,
+                    "chunks_added": v.chunks_added,
+                    "chunks_removed": v.chunks_removed,
+                }
+                for v in versions
+            ],
+        }
+    )
+
+
+async def reprocess_route(request: Request) -> Response:
+    bank_id, document_id = path_param(request, "bank_id"), path_param(request, "document_id")
+    services = services_of(request)
+    operation_id = str(uuid.uuid4())
+    workflow_id = retain_workflow_id(bank_id, operation_id)
+    async with services.pool.acquire() as conn, conn.transaction():
+        bank = await get_bank(conn, bank_id)
+        options = retain_options(bank, services.settings)
+        document = await get_document(conn, bank_id, document_id)
+        item = RetainItem(
+            content=document.content,
+            timestamp=document.mentioned_at,
+            context=document.context,
+            metadata={str(k): str(v) for k, v in document.metadata.items()},
+            tags=list(document.tags),
+        )
+        await register_operation(
+            conn, operation_id, bank_id, "reprocess", workflow_id, f"reprocess:{document_id}"
+        )
+        staged = DocumentInput(document_id, [item], update_mode="reprocess")
+        await stage_documents(conn, operation_id, bank_id, [staged])
+    await services.temporal.start_workflow(
+        RetainWorkflow.run,
+        RetainRequest(bank_id, operation_id, 1, 1, options),
+        id=workflow_id,
+        task_queue=services.settings.task_queue,
+        id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+    )
+    return json_response({"success": True, "operation_id": operation_id, "items_count": 1})
+
+
+def routes() -> list[Route]:
+    base = "/v1/default/banks/{bank_id}/documents/{document_id}"
+    return [
+        ApiRoute(
+            base + "/history",
+            history_route,
+            methods=["GET"],
+            tag="documents",
+            summary="A document's versions, newest first: every write that stored it",
+            query=HistoryQuery,
+            response=DocumentHistoryResponse,
+        ),
+        ApiRoute(
+            base + "/reprocess",
+            reprocess_route,
+            methods=["POST"],
+            tag="documents",
+            summary="Extract a stored document again with the bank's current configuration",
+            response=ReprocessDocumentResponse,
+        ),
+    ]
