@@ -119,8 +119,9 @@ ORDER BY m.embedding <=> $3, m.id
 LIMIT $8
 """
 
-# Only active memories take part (docs/lifecycle.md): an archived or superseded fact is no
-# evidence for a new observation, and an archived observation is not grown again.
+# Archived memories take no part (docs/lifecycle.md): an archived fact is no evidence for a
+# new observation, and an archived observation is not grown again. A superseded fact still is:
+# "lived in Oslo, then moved to Bergen" is the belief its successor refines.
 # Older facts of the scope that no observation uses yet, sharing an entity with the fact.
 # A fact with entities reads the facts that share one through unit_entities' (entity, unit)
 # index and measures only those: the whole bank was measured before, so each fact cost more
@@ -132,7 +133,7 @@ _PEER_COLUMNS = """m.id::text AS id, m.text, 1 - (m.embedding <=> $3) AS similar
        NULL::jsonb AS claim, coalesce(m.occurred_start, m.mentioned_at, m.created_at) AS event_at,
        m.created_at, m.embedding, m.token_vectors"""
 _PEER_FILTER = f"""m.bank_id = $1 AND m.fact_type <> 'observation' AND {_IN_SCOPE}
-  AND m.state = 'active' AND m.consolidated_at IS NOT NULL AND m.id <> $4::uuid
+  AND m.state IN ('active', 'superseded') AND m.consolidated_at IS NOT NULL AND m.id <> $4::uuid
   AND NOT EXISTS (SELECT 1 FROM observation_evidence e WHERE e.fact_id = m.id)
   AND 1 - (m.embedding <=> $3) >= $6"""
 _PEERS_BY_ENTITY = f"""
