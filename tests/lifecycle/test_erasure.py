@@ -211,3 +211,21 @@ async def test_patch_replaces_a_facts_entities(
     assert version["change"] == "corrected"
     bad = await api.patch(url, json={"entities": ["  "]})
     assert bad.status_code == 400 and bad.json()["field"] == "entities"
+
+
+async def test_feedback_moves_importance_within_bounds(
+    api: httpx.AsyncClient, bank_id: str
+) -> None:
+    [fact] = await retain(
+        api, bank_id, [{"document_id": "f", "content": "Lena prefers window seats."}]
+    )
+    url = f"{BASE}/{bank_id}/memories/{fact}/feedback"
+    first = (await api.post(url, json={"signal": "useful"})).json()
+    assert first["importance"] > first["importance_before"]
+    for _ in range(10):
+        last = (await api.post(url, json={"signal": "useful"})).json()
+    assert last["importance"] == 1.0
+    wrong = (await api.post(url, json={"signal": "wrong", "reason": "aisle now"})).json()
+    assert wrong["needs_correction"] and wrong["importance"] < 1.0
+    bad = await api.post(url, json={"signal": "meh"})
+    assert bad.status_code == 422 and "signal" in bad.text  # a schema error names the field
