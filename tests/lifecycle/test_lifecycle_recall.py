@@ -31,7 +31,9 @@ async def recall(api: httpx.AsyncClient, bank: str, query: str, **options: Any) 
 async def fact_id(pool: Pool, bank: str, needle: str) -> str:
     async with pool.acquire() as conn:
         found = await conn.fetchval(
-            "SELECT id::text FROM memory_units WHERE bank_id = $1 AND text LIKE $2",
+            "SELECT id::text FROM memory_units WHERE bank_id = $1 AND text LIKE $2"
+            # Consolidation may already have written an observation with the same words.
+            " AND fact_type <> 'observation'",
             bank,
             f"%{needle}%",
         )
