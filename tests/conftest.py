@@ -18,6 +18,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 from starlette.applications import Starlette
 from support.payload_key import TEST_CONVERTER, TEST_PAYLOAD_KEY
+from support.shutdown_watch import watched
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
@@ -134,7 +135,7 @@ async def worker(
     interceptor = MetricsInterceptor(ActivityMetrics(CollectorRegistry()))
     running = build_worker(temporal_env.client, settings.task_queue, services, interceptor)
     try:
-        async with running:
+        async with watched(running):
             yield running
     finally:
         if llm is not None:

@@ -14,20 +14,27 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
-import dataclasses
+import functools
 import hashlib
 import os
 import secrets
+import types
+import typing
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from pydantic import TypeAdapter
 from temporalio.api.common.v1 import Payload
-from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.contrib.pydantic import PydanticJSONPlainPayloadConverter
 from temporalio.converter import (
+    CompositePayloadConverter,
     DataConverter,
     DefaultFailureConverterWithEncodedAttributes,
+    DefaultPayloadConverter,
+    JSONPlainPayloadConverter,
     PayloadCodec,
 )
 
@@ -90,9 +97,72 @@ class AESGCMCodec(PayloadCodec):
         return opened
 
 
+# Payload types come from these packages, which workflows import passed through the sandbox:
+# one class object per process, so one TypeAdapter serves every workflow run.
+SHARED_PACKAGES = ("engine", "activities")
+SHARED_MODULES = frozenset({"builtins", "datetime", "uuid", "decimal", "typing", "collections.abc"})
+
+
+def _shared(hint: Any) -> bool:
+    """Whether `hint` names the same types in every workflow run (so its adapter can be kept)."""
+    if hint is Any or hint is None or isinstance(hint, str | int | bool):
+        return True
+    if isinstance(hint, type) and typing.get_origin(hint) is None:
+        module = hint.__module__
+        return module in SHARED_MODULES or module.split(".")[0] in SHARED_PACKAGES
+    origin = typing.get_origin(hint)
+    if origin is None or not (
+        origin in (typing.Union, types.UnionType, typing.Literal) or _shared(origin)
+    ):
+        return False
+    return all(_shared(arg) for arg in typing.get_args(hint))
+
+
+@functools.lru_cache(maxsize=1024)
+def _adapter(hint: Any) -> TypeAdapter[Any]:
+    return TypeAdapter(hint)
+
+
+class _SharedAdapterJSON(PydanticJSONPlainPayloadConverter):
+    """Pydantic's JSON converter with one adapter cache for the whole process.
+
+    Temporal builds a payload converter for every workflow run, so the stock per-converter
+    cache rebuilt each payload type's validator in each run's first activation: about 36 ms
+    a type on a loaded 2-core host, over 2 s for a batch workflow's types — enough to trip the
+    SDK's deadlock detector, whose interrupt can leave a workflow thread stuck and the worker's
+    shutdown waiting on it for ever. Types defined inside a sandboxed workflow module differ in
+    every run and keep the per-run cache (sharing them would keep each run's modules alive).
+    """
+
+    def from_payload(self, payload: Payload, type_hint: type | None = None) -> Any:
+        hint = Any if type_hint is None else type_hint
+        try:
+            shared = _shared(hint)
+            hash(hint)
+        except TypeError:
+            shared = False
+        if not shared:
+            return super().from_payload(payload, type_hint)
+        return _adapter(hint).validate_json(payload.data)
+
+
+class PayloadConverter(CompositePayloadConverter):
+    """Temporal's default converters with JSON through pydantic (dataclasses with datetimes and
+    nested records round-trip exactly)."""
+
+    def __init__(self) -> None:
+        json = _SharedAdapterJSON()
+        super().__init__(
+            *(
+                json if isinstance(c, JSONPlainPayloadConverter) else c
+                for c in DefaultPayloadConverter.default_encoding_payload_converters
+            )
+        )
+
+
 def data_converter(key: bytes, previous: Sequence[bytes] = ()) -> DataConverter:
-    return dataclasses.replace(
-        pydantic_data_converter,
+    return DataConverter(
+        payload_converter_class=PayloadConverter,
         payload_codec=AESGCMCodec(key, previous),
         failure_converter_class=DefaultFailureConverterWithEncodedAttributes,
     )

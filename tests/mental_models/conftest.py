@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+from support.shutdown_watch import watched
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
@@ -35,5 +36,5 @@ async def worker(
         activities=[*activities_of(services), StubReflectActivities(pool).stub_reflect_facts],
         interceptors=[FailureInterceptor(), HeartbeatInterceptor()],
     )
-    async with running:
+    async with watched(running):
         yield running
