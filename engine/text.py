@@ -2,7 +2,8 @@
 
 Retain stores `term_frequencies(fact_text)` per fact; recall scores `tokenize(query)`. Both
 sides must produce identical terms, so every normalisation lives here and nowhere else:
-changing anything in this module changes the index, and stored facts need re-tokenising.
+changing anything in this module changes the index, and stored facts need re-tokenising
+(bump `TERMS_VERSION`; `engram retokenize` rewrites them).
 
 Pipeline: NFKC, casefold, split on anything that is not a letter, digit or combining mark
 (an apostrophe inside a word is kept until the clitics 's 'll 're 've 'd 'm are dropped, then
@@ -166,6 +167,14 @@ CjkMode = Literal["bigrams", "words", "both", "words+chars"]
 # recall@10, 32 questions): bigrams 0.651, both (words + bigrams) 0.682, words 0.771,
 # words+chars 0.870; details in docs/benchmarks.md.
 CJK_MODE: Final[CjkMode] = "words+chars"
+
+# Which tokeniser wrote a memory's stored terms (`memory_units.terms_version`; the column's
+# default is this number, so every insert path writes it without naming it). Bump it, with a
+# migration that moves the default, whenever `tokenize` changes its output for some text;
+# `engram retokenize` (engine/retokenize.py) then rewrites the older postings.
+#   0  before migration 0024: Chinese as character bigrams (or an earlier words mode)
+#   1  Chinese as jieba words and their characters (`CJK_MODE`), Snowball 2.2 English stems
+TERMS_VERSION: Final = 1
 
 
 def tokenize(text: str) -> list[str]:

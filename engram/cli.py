@@ -26,6 +26,7 @@ from engram.cli_keys import KeysError, add_keys_parser, cmd_keys
 from engram.cli_memories import add_commands as add_memory_commands
 from engram.cli_memories import cmd_forget, cmd_memories
 from engram.cli_reembed import cmd_reembed
+from engram.cli_retokenize import cmd_retokenize
 from engram.cli_support import UsageError, bank, day, read_stdin, read_text, table
 from engram.client import DEFAULT_URL, ApiError, EngramClient
 from engram.supervisor import run_stack
@@ -57,6 +58,13 @@ EPILOG_REEMBED = """examples:
 Runs on the workers while `engram up` (or your deployment) runs; recall answers from the old
 vectors until the switch, then every process follows within seconds. Afterwards set
 ENGRAM_EMBEDDING_MODEL to the new model for the next start.
+"""
+EPILOG_RETOKENIZE = """examples:
+  engram retokenize                  # every bank; safe while `engram up` runs
+  engram retokenize --bank alice
+  engram retokenize --status         # how many memories an older tokeniser indexed
+Needed once after upgrading a database that stored Chinese text before Chinese word
+segmentation (migration 0024); stopped at any point, it resumes where it was.
 """
 EPILOG_MCP = """examples:
   engram mcp --bank alice            # tools without bank_id, pinned to bank alice
@@ -194,6 +202,15 @@ def build_parser() -> argparse.ArgumentParser:
     reembed.add_argument("--no-wait", action="store_true", help="start it and return")
     reembed.add_argument("--status", action="store_true", help="show the last run's progress")
     reembed.add_argument("--cancel", action="store_true", help="cancel a run before its switch")
+    retokenize = _command(
+        commands,
+        "retokenize",
+        "rewrite keyword-index terms stored by an older tokeniser",
+        EPILOG_RETOKENIZE,
+    )
+    retokenize.add_argument("--bank", "-b", help="one bank only (default: all)")
+    retokenize.add_argument("--batch-size", type=int, default=500, help="memories per step")
+    retokenize.add_argument("--status", action="store_true", help="count, change nothing")
     _command(
         commands,
         "status",
@@ -491,6 +508,7 @@ LOCAL_COMMANDS: dict[str, Callable[[Settings, argparse.Namespace, TextIO], int]]
     "migrate": cmd_migrate,
     "serve": cmd_serve,
     "reembed": cmd_reembed,
+    "retokenize": cmd_retokenize,
 }
 COMMANDS: dict[str, Callable[[EngramClient, argparse.Namespace, TextIO], int]] = {
     "status": cmd_status,

@@ -8,6 +8,7 @@ import os
 import sys
 from typing import TextIO
 
+from engine import retokenize
 from engine.db import migrate
 from engine.embedding import load_embedder
 from engine.settings import Settings
@@ -37,6 +38,8 @@ def cmd_migrate(settings: Settings, args: argparse.Namespace, out: TextIO) -> in
     with engram_database(settings) as dsn:
         applied = asyncio.run(migrate(dsn, embedder.dimension, embedder.space))
     out.write(f"applied {', '.join(applied)}\n" if applied else "the schema is up to date\n")
+    if retokenize.TERMS_MIGRATION in applied:
+        out.write(f"note: {retokenize.ADVICE}\n")
     return 0
 
 

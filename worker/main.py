@@ -31,6 +31,7 @@ from activities.reflect import ReflectActivities
 from activities.retain import RetainActivities
 from activities.transfer import TransferActivities
 from activities.webhooks import WebhookActivities
+from engine import retokenize
 from engine.db import Pool, create_pool, migrate
 from engine.embedding import Embedder, load_embedder
 from engine.errors import ConfigurationError
@@ -177,7 +178,9 @@ async def open_worker_services(
     settings: Settings, embedder: Embedder | None = None
 ) -> AsyncIterator[WorkerServices]:
     loaded = embedder or load_embedder(settings.embedding_model, settings.model_dir)
-    await migrate(settings.database_url, loaded.dimension, loaded.space)
+    applied = await migrate(settings.database_url, loaded.dimension, loaded.space)
+    if retokenize.TERMS_MIGRATION in applied:
+        log.warning(retokenize.ADVICE)
     pool = await create_pool(settings.database_url, max_size=settings.db_pool_max)
     cpu = ThreadPoolExecutor(CPU_THREADS, thread_name_prefix="engram-cpu")
     llm = LLMClient(settings.llm, LLMRequestLog(pool)) if settings.llm.configured else None

@@ -234,6 +234,10 @@ class ArchiveImport:
 
     def _mapped(self, section: Section, columns: _Columns, row: dict[str, Any]) -> dict[str, Any]:
         row["bank_id"] = self._plan.bank_id
+        if section.table == "memory_units":
+            # An export made before migration 0024 carries postings of an unknown tokeniser:
+            # marked stale, so `engram retokenize` rewrites them.
+            row.setdefault("terms_version", 0)
         for name in columns.uuids:
             if row.get(name) is not None:
                 row[name] = mapped_id(self._salt, str(row[name]))
