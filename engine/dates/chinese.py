@@ -13,9 +13,15 @@ the reference day, with the conventions Chinese speakers mean.
   Dec–Feb, named by the year they start): "去年春天" written in 2026 is March–May 2025.
 - 2023年5月8日, 2023年5月, 2023年, 二〇二三年; 五月 / 5月8日 without a year are the most
   recent one on or before the reference (the next one in a sentence about the future).
-- 春节 is the week from New Year's Eve (lunar calendar, from a table for 2015–2035);
-  春节前 the two weeks before it, 春节后 the two weeks after; the nearest festival to the
-  reference is meant.
+- 九月底 / 2023年5月初 / 去年五月下旬: a named month split into thirds like 月底 (上旬, 中旬,
+  下旬 are the thirds by name).
+- 春节 is the week from New Year's Eve (lunar calendar, from a table for 2015–2035), 除夕 its
+  eve; the public holidays of fixed date are 元旦 (1 Jan), 五一 / 劳动节 (1–5 May), 国庆 / 十一
+  (1–7 Oct; "十一" only with 假期, 长假, 期间 or 黄金周, else it is the number 11), and 情人节
+  (14 Feb) and 圣诞 (25 Dec). X前 is the two weeks before, X后 the two weeks after; the
+  occurrence nearest the reference is meant (the next one in a sentence about the future).
+- 报名, 预订, 预约 ... of an event mark the sentence as future, like 要 or 打算: "报名了十月的
+  马拉松" written in September is this October's.
 - A bare weekday (周三), a bare season (春天), 最近 and 以前 give no date: they are ambiguous,
   and no date is better than a wrong one.
 """
@@ -66,7 +72,9 @@ _DAY_OFFSET: Final = {
 _WEEKDAY: Final = {"一": 0, "二": 1, "三": 2, "四": 3, "五": 4, "六": 5, "日": 6, "天": 6}
 _SEASON: Final = {"春": 3, "夏": 6, "秋": 9, "冬": 12}
 _WEEK: Final = r"(?:周|星期|礼拜|个星期|个礼拜)"
-_FUTURE: Final = re.compile(r"要|会|将|打算|准备|计划|下周|下个|明天|明年|以后|之后|到时")
+_FUTURE: Final = re.compile(
+    r"要|会|将|打算|准备|计划|下周|下个|明天|明年|以后|之后|到时|报名|预订|预定|预约|即将|快要"
+)
 _SENTENCE_END: Final = re.compile(r"[。！？!?；;\n]")
 
 
@@ -95,6 +103,11 @@ def _is_future(m: re.Match[str], text: str) -> bool:
     return _FUTURE.search(sentence.replace(m.group(0), "")) is not None
 
 
+# 月初/月中/月底 and 上旬/中旬/下旬 name the same thirds of a month.
+_PART: Final = r"(?P<part>上旬|中旬|下旬|初|中|底|末)"
+_THIRD: Final = {"初": 0, "头": 0, "上旬": 0, "中": 1, "中旬": 1, "底": 2, "末": 2, "下旬": 2}
+
+
 def _thirds(rng: DayRange, part: str) -> DayRange:
     start, end = rng
     months = (end.year - start.year) * 12 + end.month - start.month
@@ -102,11 +115,9 @@ def _thirds(rng: DayRange, part: str) -> DayRange:
         cuts = [add_months(start, 4), add_months(start, 8)]
     else:
         cuts = [start + timedelta(days=10), start + timedelta(days=20)]
-    if part in ("初", "头"):
-        return start, cuts[0]
-    if part == "中":
-        return cuts[0], cuts[1]
-    return cuts[1], end  # 底, 末
+    bounds = [start, *cuts, end]
+    third = _THIRD[part]
+    return bounds[third], bounds[third + 1]
 
 
 _Resolver = Callable[[re.Match[str], date, str], DayRange | None]
@@ -168,9 +179,14 @@ def _r_year_rel(m: re.Match[str], ref: date, text: str) -> DayRange | None:
             return None
         if m.group("d"):
             return _valid_day(year, month, m.group("d"))
-        return month_range(year, month)
+        return _month_part(year, month, m.group("mpart"))
     rng = year_range(year)
     return _thirds(rng, m.group("part")) if m.group("part") else rng
+
+
+def _month_part(year: int, month: int, part: str | None) -> DayRange:
+    rng = month_range(year, month)
+    return _thirds(rng, part) if part else rng
 
 
 def _valid_day(year: int, month: int, raw_day: str) -> DayRange | None:
@@ -191,7 +207,7 @@ def _r_absolute(m: re.Match[str], ref: date, text: str) -> DayRange | None:
         return None
     if m.group("d"):
         return _valid_day(year, month, m.group("d"))
-    return month_range(year, month)
+    return _month_part(year, month, m.group("part"))
 
 
 def _r_month_day(m: re.Match[str], ref: date, text: str) -> DayRange | None:
@@ -210,16 +226,53 @@ def _r_month_day(m: re.Match[str], ref: date, text: str) -> DayRange | None:
         year -= 1
     if m.group("d"):
         return _valid_day(year, month, m.group("d"))
-    return month_range(year, month)
+    return _month_part(year, month, m.group("part"))
+
+
+def _spring_festival(year: int) -> DayRange | None:
+    first = _SPRING_FESTIVAL.get(year)
+    return None if first is None else (first - timedelta(days=1), first + timedelta(days=6))
+
+
+def _new_years_eve(year: int) -> DayRange | None:
+    first = _SPRING_FESTIVAL.get(year)
+    return None if first is None else day_range(first - timedelta(days=1))
+
+
+def _fixed(month: int, day: int, days: int) -> Callable[[int], DayRange | None]:
+    return lambda year: (date(year, month, day), date(year, month, day) + timedelta(days=days))
+
+
+# Holiday name (its first two characters) -> its days in a given year.
+_HOLIDAYS: Final[dict[str, Callable[[int], DayRange | None]]] = {
+    "春节": _spring_festival,
+    "过年": _spring_festival,
+    "除夕": _new_years_eve,
+    "元旦": _fixed(1, 1, 1),
+    "五一": _fixed(5, 1, 5),
+    "劳动": _fixed(5, 1, 5),
+    "国庆": _fixed(10, 1, 7),
+    "十一": _fixed(10, 1, 7),
+    "情人": _fixed(2, 14, 1),
+    "圣诞": _fixed(12, 25, 1),
+}
+
+
+def _distance(rng: DayRange, ref: date) -> int:
+    if rng[0] <= ref < rng[1]:
+        return 0
+    return min(abs((rng[0] - ref).days), abs((rng[1] - timedelta(days=1) - ref).days))
 
 
 def _r_festival(m: re.Match[str], ref: date, text: str) -> DayRange | None:
-    festivals = [_SPRING_FESTIVAL.get(y) for y in (ref.year - 1, ref.year, ref.year + 1)]
-    known = [f for f in festivals if f is not None]
-    if len(known) < len(festivals):
+    days_of = _HOLIDAYS[m.group("h")[:2]]
+    years = [days_of(y) for y in (ref.year - 1, ref.year, ref.year + 1)]
+    known = [h for h in years if h is not None]
+    if len(known) < len(years):
         return None  # outside the table: no date rather than a guess
-    nearest = min(known, key=lambda f: abs((f - ref).days))
-    holiday = nearest - timedelta(days=1), nearest + timedelta(days=6)
+    holiday = min(known, key=lambda h: _distance(h, ref))
+    if holiday[1] <= ref and _is_future(m, text):
+        holiday = next(h for h in known if h[1] > ref)
     edge = m.group("edge")
     if edge in ("前", "之前"):
         return holiday[0] - timedelta(days=14), holiday[0]
@@ -242,7 +295,7 @@ CHINESE_RULES: Final[tuple[tuple[re.Pattern[str], _Resolver], ...]] = (
         _r_ago,
     ),
     (re.compile(r"(?P<rel>上|这|本|下)(?:个)?" + _WEEK + r"(?P<d>[一二三四五六日天末])?"), _r_week),
-    (re.compile(r"(?P<rel>上|这|本|下)?(?:个)?月(?P<part>初|中|底|末)"), _r_month_rel),
+    (re.compile(r"(?P<rel>上|这|本|下)?(?:个)?月" + _PART), _r_month_rel),
     (
         re.compile(r"(?P<rel>上|这|本|下)(?:个)?月(?![初中底末0-9一二三四五六七八九十])"),
         _r_month_rel,
@@ -250,7 +303,8 @@ CHINESE_RULES: Final[tuple[tuple[re.Pattern[str], _Resolver], ...]] = (
     (
         re.compile(
             r"(?P<y>前年|去年|今年|明年|后年)(?:(?P<s>[春夏秋冬])(?:天|季)"
-            r"|(?P<mon>[0-9]{1,2}|十[一二]?|[一二三四五六七八九])月(?:(?P<d>[0-9]{1,2}|[一二三]?十[一二三四五六七八九]?|[一二三四五六七八九])[日号])?"
+            r"|(?P<mon>[0-9]{1,2}|十[一二]?|[一二三四五六七八九])月(?:(?P<d>[0-9]{1,2}|[一二三]?十[一二三四五六七八九]?|[一二三四五六七八九])[日号]"
+            r"|(?P<mpart>上旬|中旬|下旬|初|中|底|末))?"
             r"|(?P<part>初|底|末))?"
         ),
         _r_year_rel,
@@ -259,22 +313,31 @@ CHINESE_RULES: Final[tuple[tuple[re.Pattern[str], _Resolver], ...]] = (
         re.compile(
             r"(?<![0-9])(?P<y>(?:19|20)[0-9]{2}|[一二][〇零一二三四五六七八九]{3})年"
             r"(?:(?P<mon>[0-9]{1,2}|十[一二]?|[一二三四五六七八九])月"
-            r"(?:(?P<d>[0-9]{1,2}|[一二三]?十[一二三四五六七八九]?|[一二三四五六七八九])[日号])?)?"
+            r"(?:(?P<d>[0-9]{1,2}|[一二三]?十[一二三四五六七八九]?|[一二三四五六七八九])[日号]"
+            r"|" + _PART + r")?)?"
         ),
         _r_absolute,
     ),
     (
         re.compile(
             r"(?<![0-9年])(?P<mon>1[0-2]|0?[1-9]|十[一二]?|[一二三四五六七八九])月"
-            r"(?:(?P<d>[0-9]{1,2}|[一二三]?十[一二三四五六七八九]?|[一二三四五六七八九])[日号])?"
+            r"(?:(?P<d>[0-9]{1,2}|[一二三]?十[一二三四五六七八九]?|[一二三四五六七八九])[日号]"
+            r"|" + _PART + r")?"
         ),
         _r_month_day,
     ),
-    (re.compile(r"(?:春节|过年)(?P<edge>之前|之后|前|后)?"), _r_festival),
+    (
+        re.compile(
+            r"(?P<h>春节|过年|除夕|元旦|劳动节|国庆(?:节)?|情人节|圣诞(?:节)?"
+            r"|(?<![0-9〇零一二两三四五六七八九十])(?:五一|十一)(?:假期|长假|期间|黄金周|节))"
+            r"(?P<edge>之前|之后|前|后)?"
+        ),
+        _r_festival,
+    ),
 )
 # Characters every expression above contains (Traditional forms too: the prefilter runs on
 # the original text, the rules on the folded one).
-CHINESE_PREFILTER: Final = re.compile(r"[天日晚早周週星礼禮月年节節]")
+CHINESE_PREFILTER: Final = re.compile(r"[天日晚早周週星礼禮月年节節夕旦庆慶假期诞誕]")
 
 
 def chinese_label(first: date, after: date) -> str:

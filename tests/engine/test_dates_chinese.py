@@ -38,6 +38,20 @@ REF = datetime(2026, 10, 2, 15, 0, tzinfo=UTC)
         ("兩週前", "兩週前", date(2026, 9, 18), date(2026, 9, 24)),
         ("2023年5月8日入职", "2023年5月8日", date(2023, 5, 8), date(2023, 5, 8)),
         ("下个月要去上海", "下个月", date(2026, 11, 1), date(2026, 11, 30)),
+        ("九月底那篇稿子", "九月底", date(2026, 9, 21), date(2026, 9, 30)),
+        ("2023年5月初入职", "2023年5月初", date(2023, 5, 1), date(2023, 5, 10)),
+        ("去年五月下旬搬家", "去年五月下旬", date(2025, 5, 21), date(2025, 5, 31)),
+        ("上个月中旬见过", "上个月中旬", date(2026, 9, 11), date(2026, 9, 20)),
+        ("报名了十月的马拉松", "十月", date(2026, 10, 1), date(2026, 10, 31)),
+        ("报名了十一月的马拉松", "十一月", date(2026, 11, 1), date(2026, 11, 30)),
+        ("十一期间待在家", "十一期间", date(2026, 10, 1), date(2026, 10, 7)),
+        ("国庆节去了海边", "国庆节", date(2026, 10, 1), date(2026, 10, 7)),
+        ("五一假期去了苏州", "五一假期", date(2026, 5, 1), date(2026, 5, 5)),
+        ("劳动节加班", "劳动节", date(2026, 5, 1), date(2026, 5, 5)),
+        ("元旦要回老家", "元旦", date(2027, 1, 1), date(2027, 1, 1)),
+        ("圣诞节后回国", "圣诞节后", date(2026, 12, 26), date(2027, 1, 8)),
+        ("除夕在外婆家", "除夕", date(2027, 2, 5), date(2027, 2, 5)),
+        ("國慶去了海邊", "國慶", date(2026, 10, 1), date(2026, 10, 7)),
     ],
 )
 def test_chinese_expression_resolves_to_its_days(
@@ -50,7 +64,10 @@ def test_chinese_expression_resolves_to_its_days(
     assert (span.start.date(), (span.end - timedelta(days=1)).date()) == (first, last)
 
 
-@pytest.mark.parametrize("text", ["周三开会", "春天来了", "最近很忙", "以前住在北京", "一二三"])
+@pytest.mark.parametrize(
+    "text",
+    ["周三开会", "春天来了", "最近很忙", "以前住在北京", "一二三", "十一个人", "第二十一期间"],
+)
 def test_ambiguous_chinese_expression_gives_no_date(text: str) -> None:
     assert find_time_spans(text, REF) == []
 
