@@ -14,8 +14,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from engine.chinese import BankSegmenter, ChineseSegmenter, default_segmenter
+from engine.chinese import HAN_CLASS, BankSegmenter, ChineseSegmenter, default_segmenter, has_han
 from engine.dates import TimeSpan, find_time_spans, merge_spans
+from engine.dates.chinese import chinese_label
 from engine.extraction import local_chinese
 from engine.extraction.lexicon import (
     ABBREVIATIONS,
@@ -98,6 +99,8 @@ class LocalExtractor:
                 continue
             if not sentence.shared and _is_filler(raw, names):
                 continue
+            if segmenter is None and has_han(raw):
+                segmenter = self._segmenter.for_bank(self._known | names)
             causes = (
                 [len(facts) - 1]
                 if facts and previous_speaker == sentence.speaker and CONSEQUENCE.match(raw)
@@ -111,10 +114,16 @@ class LocalExtractor:
                     names=names,
                     capitalised_mid=capitalised_mid,
                     causes=causes,
+                    segmenter=segmenter,
                 )
             )
             previous_speaker = sentence.speaker
         return facts
+
+
+# A line of Latin words with Chinese sentences in it: Han characters ended by Chinese
+# punctuation.
+_MIXED_LINE = re.compile(f"[{HAN_CLASS}][^。！？；]*[。！？；]")
 
 
 def _sentences(text: str, default_speaker: str | None) -> Iterator[_Sentence]:
@@ -122,11 +131,17 @@ def _sentences(text: str, default_speaker: str | None) -> Iterator[_Sentence]:
     speaker = default_speaker
     for line in re.finditer(r"[^\n]+", text):
         start, end = line.start(), line.end()
-        if local_chinese.is_chinese(line.group()):
+        if local_chinese.is_chinese(line.group()) or _MIXED_LINE.search(line.group()):
+            # Cut at Chinese punctuation, then each sentence takes the path of its language:
+            # "用户：我 prefer VS Code。Last week I switched to uv." is two sentences.
             named, start = local_chinese.speaker_prefix(text, start, end)
-            speaker = named or speaker
+            if named and named.lower().rstrip(".") not in LABELS:
+                speaker = named
             for first, last in local_chinese.split_sentences(text, start, end):
-                yield _Sentence(first, last, speaker)
+                if local_chinese.is_chinese(text[first:last]):
+                    yield _Sentence(first, last, speaker)
+                else:
+                    yield from _split_sentences(text, first, last, speaker)
             continue
         prefix = SPEAKER.match(text, start, end)
         if prefix:  # "Caroline: ..." names the speaker; "Note: ..." is only a label
@@ -200,20 +215,38 @@ def _fact(
     names: frozenset[str],
     capitalised_mid: frozenset[str],
     causes: list[int],
+    segmenter: BankSegmenter | None = None,
 ) -> ExtractedFact:
+    """A fact of a sentence written mostly in Latin script; Chinese words in it (a name, a
+    first person 我, a date) are handled as the Chinese path would (`segmenter` is given when
+    the sentence has Han characters)."""
     speaker = sentence.speaker
+    mixed = segmenter is not None and has_han(raw)
     if sentence.shared:
         body = f"{speaker} shared {raw}" if speaker else f"Shared {raw}"
     else:
         body = _rewrite(raw, speaker) if speaker else raw
+        if mixed and speaker:
+            body = local_chinese.rewrite(body, speaker)
     first_person = sentence.shared or (
-        IS_FIRST_PERSON.search(raw) is not None and not raw.rstrip().endswith("?")
+        (IS_FIRST_PERSON.search(raw) is not None or (mixed and local_chinese.is_first_person(raw)))
+        and not raw.rstrip().endswith(("?", "？"))
     )
     reference = item.mentioned_at or _UNSET_REFERENCE
     spans = find_time_spans(body, reference)
     window = merge_spans(spans, body)
     dated = window is not None and item.mentioned_at is not None
     entities = find_entities(body, names, capitalised_mid)
+    if segmenter is not None and mixed:
+        known = {e.name for e in entities}
+        # Chinese names, and Latin names right before Chinese words ("Bob 下个月要去"), which
+        # capitalisation alone cannot tell from a sentence's first word.
+        entities += [
+            e
+            for e in local_chinese.find_entities(body, names, segmenter)
+            if not any(e.name == k or e.name in k.split() for k in known)
+            and (has_han(e.name) or re.search(rf"\b{re.escape(e.name)}\s*[{HAN_CLASS}]", body))
+        ]
     if speaker and first_person and all(e.name != speaker for e in entities):
         entities.insert(0, ExtractedEntity(speaker, "person"))
     who = [e.name for e in entities if e.kind == "person"]
@@ -310,10 +343,14 @@ def _annotated(body: str, spans: list[TimeSpan]) -> str:
         end = span.char_end
         if possessive := re.match(r"['’]s\b", body[end:]):
             end += possessive.end()
-        out += [body[cursor:end], f" ({span.label()})"]
+        if has_han(span.expression):  # "下个月（2026年11月）" inside an English sentence
+            label = f"（{chinese_label(span.start.date(), span.end.date())}）"
+        else:
+            label = f" ({span.label()})"
+        out += [body[cursor:end], label]
         cursor = end
     text = "".join([*out, body[cursor:]]).strip()
-    return text if text[-1:] in ".!?…" else text + "."
+    return text if text[-1:] in ".!?…。！？" else text + "."
 
 
 def _attributed(text: str, speaker: str | None) -> str:

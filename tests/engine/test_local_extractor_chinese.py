@@ -96,3 +96,25 @@ def test_long_chinese_paragraph_is_chunked_at_sentence_ends() -> None:
 def test_english_sentence_with_a_chinese_name_stays_on_the_english_path() -> None:
     (fact,) = extract("Anna: I flew to 北京 with Tom yesterday.")
     assert fact.text == "Anna flew to 北京 with Tom yesterday (1 October 2026)."
+
+
+def test_a_mixed_line_splits_by_language_and_rewrites_the_speaker_in_both() -> None:
+    facts = extract(
+        "用户：我 prefer 用 VS Code 写 Python，不喜欢 PyCharm。Last week I switched to uv."
+    )
+    assert [f.text for f in facts] == [
+        "用户 prefer 用 VS Code 写 Python，不喜欢 PyCharm。",
+        "Last week (25 September–1 October 2026) 用户 switched to uv.",
+    ]
+    assert all(f.who[:1] == ["用户"] and f.fact_type == "experience" for f in facts)
+    assert "Last" not in {e.name for f in facts for e in f.entities}
+
+
+def test_a_mostly_english_sentence_keeps_chinese_names_and_dates_the_chinese_way() -> None:
+    (fact,) = extract("Bob 下个月要去 Shanghai 出差, he will present the roadmap at 阿里巴巴.")
+    assert fact.text.startswith("Bob 下个月（2026年11月）要去")
+    assert fact.occurred_start == datetime(2026, 11, 1, tzinfo=UTC)
+    assert {"Bob", "Shanghai", "阿里巴巴"} <= {e.name for e in fact.entities}
+    (fact,) = extract("小林说 the deadline is next Friday，截图要用 1440x900.")
+    assert "小林" in {e.name for e in fact.entities}
+    assert fact.occurred_start == datetime(2026, 10, 9, tzinfo=UTC)
