@@ -15,7 +15,6 @@ written after the switch) only get their version updated.
 from __future__ import annotations
 
 import asyncio
-from collections import Counter
 from collections.abc import Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass
@@ -36,11 +35,19 @@ ADVICE: Final = (
 # batch holds its row locks for well under a second.
 BATCH_SIZE: Final = 500
 
-_STALE = """
+# Keyset over the primary key: each batch starts after the last, so a run reads the table
+# once (an `OR $3 IS NULL` in one statement would let a generic plan start from the first id).
+_STALE_FIRST = """
 SELECT id::text FROM memory_units
-WHERE terms_version < $1 AND ($2::text IS NULL OR bank_id = $2) AND ($3::uuid IS NULL OR id > $3)
+WHERE terms_version < $1 AND ($2::text IS NULL OR bank_id = $2)
 ORDER BY id
-LIMIT $4
+LIMIT $3
+"""
+_STALE_AFTER = """
+SELECT id::text FROM memory_units
+WHERE terms_version < $1 AND ($2::text IS NULL OR bank_id = $2) AND id > $4::uuid
+ORDER BY id
+LIMIT $3
 """
 _COUNT_STALE = """
 SELECT count(*) FROM memory_units WHERE terms_version < $1 AND ($2::text IS NULL OR bank_id = $2)
@@ -114,10 +121,12 @@ async def retokenize_batch(
 ) -> RetokenizeBatch:
     """Re-tokenise the next `batch_size` stale memories after `after_id` (id order)."""
     async with pool.acquire() as conn:
-        ids = [
-            str(r["id"])
-            for r in await conn.fetch(_STALE, TERMS_VERSION, bank_id, after_id, batch_size)
-        ]
+        stale = (
+            await conn.fetch(_STALE_FIRST, TERMS_VERSION, bank_id, batch_size)
+            if after_id is None
+            else await conn.fetch(_STALE_AFTER, TERMS_VERSION, bank_id, batch_size, after_id)
+        )
+        ids = [str(r["id"]) for r in stale]
         if not ids:
             return RetokenizeBatch(0, 0, None)
         async with conn.transaction():
@@ -141,27 +150,6 @@ async def retokenize_batch(
         return RetokenizeBatch(len(ids), len(changed), ids[-1])
 
 
-async def retokenize_all(
-    pool: Pool,
-    *,
-    bank_id: str | None = None,
-    batch_size: int = BATCH_SIZE,
-    cpu: Executor | None = None,
-) -> tuple[int, int]:
-    """Every stale memory (of one bank, or all); returns (checked, rewritten)."""
-    checked = rewritten = 0
-    after: str | None = None
-    while True:
-        batch = await retokenize_batch(
-            pool, bank_id=bank_id, after_id=after, batch_size=batch_size, cpu=cpu
-        )
-        if batch.last_id is None:
-            return checked, rewritten
-        checked += batch.checked
-        rewritten += batch.rewritten
-        after = batch.last_id
-
-
 def _term_frequencies_of(texts: Sequence[str]) -> list[tuple[dict[str, int], int]]:
     return [term_frequencies(text) for text in texts]
 
@@ -179,10 +167,7 @@ async def _rewrite(
     """Replace the postings of `units` (all of `bank_id`); the term-statistics triggers move
     each term's document frequency, and the bank's total length moves here."""
     old_terms = {t for u in units for t in stored.get(u.id, {})}
-    new_postings = Counter[tuple[str, str]]()
-    for u in units:
-        for term, tf in u.terms.items():
-            new_postings[(term, u.id)] = tf
+    new_postings = {(term, u.id): tf for u in units for term, tf in u.terms.items()}
     touched = sorted(old_terms | {term for term, _ in new_postings})
     await conn.execute(_TOTAL_TERMS, bank_id, sum(u.length - u.token_count for u in units))
     await conn.execute(_LOCK_TERM_STATS, bank_id, touched)
