@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from importlib import resources
-from typing import TYPE_CHECKING, TypeAlias
+from typing import TYPE_CHECKING, Final, TypeAlias
 
 import asyncpg
 from pgvector.asyncpg import register_vector
@@ -65,6 +66,15 @@ def _json_loads(value: str) -> object:
     return json.loads(value)
 
 
+# Every statement is planned for its arguments. asyncpg prepares statements and PostgreSQL
+# switches a prepared statement to a generic plan after five runs when it looks no worse; for
+# the graph arm's shared-terms hop it is 3-8x slower (at 12k facts, under contention, the same
+# arguments back to back: custom 36-145 ms, generic 212-597 ms), and with it recall's median
+# 1,674 -> 1,267 ms (bench/recall_profile.py; docs/benchmarks.md, "Recall latency", fourth
+# pass). Planning costs ~0.1-1 ms a statement.
+SERVER_SETTINGS: Final = {"plan_cache_mode": "force_custom_plan"}
+
+
 async def _keep_session(conn: Connection) -> None:
     """Released connections skip asyncpg's reset query (RESET ALL, pg_advisory_unlock_all,
     CLOSE ALL, UNLISTEN *): Engram keeps no session state — settings are SET LOCAL, advisory
@@ -73,19 +83,33 @@ async def _keep_session(conn: Connection) -> None:
     connections, so 8 of its ~20 statements (bench/recall_latency.py)."""
 
 
-async def create_pool(dsn: str, *, min_size: int = 1, max_size: int = 10) -> Pool:
-    """A pool whose connections know the vector and jsonb codecs.
+async def create_pool(
+    dsn: str,
+    *,
+    min_size: int = 1,
+    max_size: int = 10,
+    on_connect: Callable[[asyncpg.Connection], Awaitable[None]] | None = None,
+) -> Pool:
+    """A pool whose connections know the vector and jsonb codecs; `on_connect` runs on each
+    new connection after that (bench/recall_profile.py adds a query logger there).
 
     The schema must exist first (the vector type is looked up per connection), so callers run
     `migrate` on a plain connection before opening the pool.
     """
+
+    async def init(conn: asyncpg.Connection) -> None:
+        await _init_connection(conn)
+        if on_connect is not None:
+            await on_connect(conn)
+
     pool = await asyncpg.create_pool(
         dsn,
         min_size=min_size,
         max_size=max_size,
-        init=_init_connection,
+        init=init,
         reset=_keep_session,
         command_timeout=60,
+        server_settings=SERVER_SETTINGS,
     )
     assert pool is not None
     return pool

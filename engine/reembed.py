@@ -122,6 +122,7 @@ ALTER TABLE mental_models DROP COLUMN IF EXISTS embedding_next;
 
 _ADD_NEXT = """
 ALTER TABLE memory_units ADD COLUMN embedding_next vector({dim});
+ALTER TABLE memory_units ALTER COLUMN embedding_next SET STORAGE MAIN;
 ALTER TABLE memory_units ADD COLUMN token_vectors_next bytea;
 ALTER TABLE memory_units ALTER COLUMN token_vectors_next SET STORAGE EXTERNAL;
 ALTER TABLE mental_models ADD COLUMN embedding_next vector({dim});

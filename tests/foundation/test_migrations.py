@@ -10,11 +10,13 @@ import uuid
 from pathlib import Path
 
 import asyncpg
+import numpy as np
 import pytest
 from support.serve import free_port
 
-from engine.db import load_migrations, migrate
+from engine.db import create_pool, load_migrations, migrate
 from engine.errors import ConfigurationError
+from engine.store.banks import ensure_bank
 from engram.postgres import EmbeddedPostgres
 
 
@@ -98,3 +100,43 @@ async def test_the_vector_column_follows_the_configured_model(fresh_dsn: str) ->
     finally:
         await conn.close()
     assert typmod == "vector(16)"
+
+
+async def test_a_fact_keeps_its_embedding_in_its_row(fresh_dsn: str) -> None:
+    """Only the token vectors go to TOAST (migration 0021): reading a fact's embedding for a
+    distance costs no TOAST lookup."""
+    await migrate(fresh_dsn, 384)
+    pool = await create_pool(fresh_dsn, max_size=1)
+    try:
+        async with pool.acquire() as conn:
+            await ensure_bank(conn, "inline")
+            await conn.execute(
+                "INSERT INTO memory_units (id, bank_id, fact_type, text, embedding, token_vectors)"
+                " VALUES ($1, 'inline', 'world', $2, $3, $4)",
+                uuid.uuid4(),
+                os.urandom(300).hex(),  # 600 characters that do not compress
+                np.linspace(-1, 1, 384, dtype=np.float32),
+                os.urandom(21 * 194),
+            )
+            toast = await conn.fetchval(
+                "SELECT reltoastrelid::regclass::text FROM pg_class"
+                " WHERE oid = 'memory_units'::regclass"
+            )
+            toasted = await conn.fetch(
+                f"SELECT sum(octet_length(chunk_data)) AS size FROM {toast} GROUP BY chunk_id"
+            )
+    finally:
+        await pool.close()
+    sizes = {r["size"] for r in toasted}
+    assert 21 * 194 in sizes  # the token vectors
+    assert 4 + 384 * 4 not in sizes  # the embedding (dimension, padding, 384 float4)
+
+
+async def test_pooled_connections_plan_every_statement_for_its_arguments(fresh_dsn: str) -> None:
+    await migrate(fresh_dsn, 384)
+    pool = await create_pool(fresh_dsn, max_size=1)
+    try:
+        async with pool.acquire() as conn:
+            assert await conn.fetchval("SHOW plan_cache_mode") == "force_custom_plan"
+    finally:
+        await pool.close()

@@ -1,0 +1,11 @@
+-- Sentence embeddings stay in the heap row (STORAGE MAIN), out of TOAST. A fact's row is
+-- ~0.5 kB plus the 1.5 kB embedding (384 float4): just over the 2 kB at which PostgreSQL moves
+-- values out of line, so after the token vectors (EXTERNAL, ~4 kB) the embedding went to
+-- TOAST too, and every `embedding <=> $q` over a heap row (the graph arm's ~2,000 reached facts
+-- per recall, the exact temporal window, the candidates' rows) cost a TOAST index probe and
+-- a chunk read besides the row: ~half the buffer reads of the graph's statements
+-- (docs/benchmarks.md, "Recall latency at 100k facts", fourth pass). MAIN keeps it inline
+-- unless a row outgrows a whole page; token vectors stay EXTERNAL.
+-- Only rows written from now on are stored this way; `VACUUM FULL memory_units` (an
+-- exclusive lock while it runs) rewrites the others.
+ALTER TABLE memory_units ALTER COLUMN embedding SET STORAGE MAIN;
