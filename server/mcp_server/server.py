@@ -20,8 +20,9 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from server.mcp_server.backend import Backend, ToolFailure, segment
-from server.mcp_server.tools import TOOLS, TOOLS_BY_NAME, ToolSpec
-from server.mcp_server.tools import Scope as ToolScope
+from server.mcp_server.tools import TOOLS, TOOLS_BY_NAME
+from server.mcp_server.tools.spec import Scope as ToolScope
+from server.mcp_server.tools.spec import ToolSpec
 from server.security import TRANSPORT_SCOPE_KEY
 
 INSTRUCTIONS = (
