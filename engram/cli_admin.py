@@ -6,13 +6,64 @@ import argparse
 import asyncio
 import os
 import sys
-from typing import TextIO
+from pathlib import Path
+from typing import Any, TextIO
 
 from engine import retokenize
 from engine.db import migrate
 from engine.embedding import load_embedder
 from engine.settings import Settings
 from engram.backup import dump, engram_database, restore
+from engram.cli_support import command
+
+EPILOG_UP = """examples:
+  engram up                          # everything embedded, data in ./.engram
+  ENGRAM_HOME=/srv/engram engram up  # data elsewhere
+  ENGRAM_DATABASE_URL=postgresql://u@db/engram ENGRAM_TEMPORAL_ADDRESS=tmprl:7233 engram up
+"""
+EPILOG_BACKUP = """examples:
+  engram backup engram-2026-12-01.dump       # while `engram up` runs, or with it stopped
+  ENGRAM_HOME=/srv/engram-new engram restore engram-2026-12-01.dump
+The database named by ENGRAM_DATABASE_URL, else the embedded one under ENGRAM_HOME, is used;
+a restore needs an empty target and refuses otherwise.
+"""
+EPILOG_SERVE = """examples:
+  ENGRAM_DATABASE_URL=postgresql://u@db/engram ENGRAM_TEMPORAL_ADDRESS=tmprl:7233 \\
+    engram serve --processes 4
+Each process has its own connection pool (ENGRAM_DB_POOL_MAX) and model: keep
+processes x pool size (plus the workers' pools) under PostgreSQL's max_connections.
+"""
+
+
+def add_admin_commands(commands: Any) -> None:
+    """Register `up`, `backup`, `restore`, `serve` and `migrate`."""
+    command(commands, "up", "start the whole stack in the foreground; Ctrl-C stops", EPILOG_UP)
+    backup = command(
+        commands, "backup", "write a consistent copy of the whole database", EPILOG_BACKUP
+    )
+    backup.add_argument("file", type=Path, metavar="FILE")
+    restore = command(
+        commands, "restore", "load a backup into an empty installation", EPILOG_BACKUP
+    )
+    restore.add_argument("file", type=Path, metavar="FILE")
+    serve = command(
+        commands,
+        "serve",
+        "run only the HTTP server (PostgreSQL and Temporal from the environment)",
+        EPILOG_SERVE,
+    )
+    serve.add_argument(
+        "--processes",
+        "--workers",
+        type=int,
+        help="server processes sharing the port (default $ENGRAM_API_PROCESSES, else 1)",
+    )
+    command(
+        commands,
+        "migrate",
+        "apply pending schema migrations to the configured database and exit",
+        EPILOG_BACKUP,
+    )
 
 
 def cmd_backup(settings: Settings, args: argparse.Namespace, out: TextIO) -> int:

@@ -8,9 +8,9 @@ import time
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
-from engram.cli_support import UsageError, bank, read_stdin, read_text
+from engram.cli_support import UsageError, bank, command, read_stdin, read_text
 from engram.client import ApiError, EngramClient, ImportFile, ImportStatus
 from engram.progress import ProgressDisplay, duration
 
@@ -18,6 +18,64 @@ from engram.progress import ProgressDisplay, duration
 POLL_S = 0.5
 # File types a folder import reads; others (images, binaries) are left alone.
 FOLDER_SUFFIXES = (".md", ".markdown", ".txt", ".text", ".jsonl", ".json")
+FORMATS = ("jsonl", "chatgpt", "locomo", "text")
+
+EPILOG_IMPORT = """examples:
+  engram import conversations.json --bank alice        # a ChatGPT data export
+  engram import chat.jsonl --bank alice --user-name Alice
+  engram import ~/notes --bank alice                   # a folder of .md/.txt files
+  engram import locomo10.json --bank eval --format locomo --on-error stop
+  engram import big.jsonl --bank alice --detach        # start it and return
+  engram import status 6f1c...                         # re-attach to an import
+
+formats (detected when --format is not given):
+  jsonl    JSON Lines (or a JSON array) of messages: role or speaker, content, timestamp,
+           optional conversation_id; lines without a speaker are items as they are (what
+           `engram export` writes); one document per conversation
+  chatgpt  the ChatGPT data export's conversations.json; one document per conversation
+  locomo   conversations of dated sessions; one document per conversation
+  text     plain text or Markdown; one document per file
+
+Ctrl-C while watching detaches: the import goes on, `engram import status ID` re-attaches.
+Importing the same file again changes nothing; a grown export adds only what is new.
+"""
+EPILOG_EXPORT = """examples:
+  engram export --bank alice > alice.jsonl
+  engram export --bank alice -o alice.jsonl && engram import alice.jsonl --bank alice-copy
+"""
+
+
+def add_import_commands(commands: Any, banked: argparse.ArgumentParser) -> None:
+    """Register `import` and `export`."""
+    imp = command(
+        commands,
+        "import",
+        "import chat history or notes with a progress bar",
+        EPILOG_IMPORT,
+        [banked],
+    )
+    imp.add_argument("source", metavar="FILE|DIR|status", help="what to import ('-': stdin)")
+    imp.add_argument("operation", nargs="?", metavar="ID", help="with `status`: the import")
+    imp.add_argument("--format", choices=FORMATS, help="the file format (default: detect)")
+    imp.add_argument(
+        "--on-error",
+        choices=("skip", "stop"),
+        default="skip",
+        help="a malformed record is reported and skipped, or stops the import",
+    )
+    imp.add_argument("--user-name", help="speaker name for role 'user' (default User)")
+    imp.add_argument("--assistant-name", help="speaker for role 'assistant' (default Assistant)")
+    imp.add_argument("--operation-id", help="idempotency key: the same id never imports twice")
+    imp.add_argument("--detach", action="store_true", help="start the import and return")
+
+    export = command(
+        commands,
+        "export",
+        "write a bank as JSON Lines that import reads back",
+        EPILOG_EXPORT,
+        [banked],
+    )
+    export.add_argument("--output", "-o", type=Path, help="write here instead of stdout")
 
 
 def import_files(source: str) -> list[ImportFile]:

@@ -19,7 +19,7 @@ from engine.auth.principal import SCOPES
 from engine.db import Connection, create_pool
 from engine.errors import EngramError
 from engine.settings import Settings
-from engram.cli_support import UsageError, table
+from engram.cli_support import UsageError, command, table
 from engram.postgres import EmbeddedPostgres
 
 EPILOG_KEYS = """examples:
@@ -40,7 +40,7 @@ class KeysError(Exception):
     """The database could not be reached or is not Engram's yet; exit code 1."""
 
 
-def add_keys_parser(commands: Any, command: Any) -> None:
+def add_keys_parser(commands: Any) -> None:
     keys = command(commands, "keys", "create, list or revoke API keys", EPILOG_KEYS)
     actions = keys.add_subparsers(dest="keys_command", required=True, metavar="ACTION")
     create = command(actions, "create", "create a key and print it once", EPILOG_KEYS)

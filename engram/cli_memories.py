@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any, TextIO
 
-from engram.cli_support import UsageError, bank, table
+from engram.cli_support import UsageError, bank, command, table
 from engram.client import EngramClient
 
 EPILOG_FORGET = """examples:
@@ -30,8 +30,8 @@ The old text stays in the memory's history (GET .../memories/ID/history).
 """
 
 
-def add_commands(commands: Any, command: Any, banked: argparse.ArgumentParser) -> None:
-    """Register `forget` and `memories` on the CLI's subcommands (`command` builds one)."""
+def add_commands(commands: Any, banked: argparse.ArgumentParser) -> None:
+    """Register `forget` and `memories` on the CLI's subcommands."""
     forget = command(commands, "forget", "forget memories completely", EPILOG_FORGET, [banked])
     forget.add_argument("--id", action="append", default=[], help="a memory id (repeatable)")
     forget.add_argument("--entity", help="an entity's name or id: its memories")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-from typing import TextIO
+from typing import Any, TextIO
 
 import asyncpg
 from temporalio.client import Client, WorkflowExecutionStatus
@@ -17,10 +17,34 @@ from engine.embedding import load_embedder
 from engine.errors import ConfigurationError
 from engine.settings import Settings
 from engram.backup import engram_database
+from engram.cli_support import command
 from workflows.converter import converter_for
 from workflows.reembed import REEMBED_WORKFLOW_ID, ReembedRequest, ReembedWorkflow
 
 POLL_SECONDS = 2.0
+
+EPILOG_REEMBED = """examples:
+  engram reembed --model onnx:/models/e5.onnx:/models/tokenizer.json:384
+  engram reembed --status
+  engram reembed --cancel       # before the switch only; the old vectors stay in use
+Runs on the workers while `engram up` (or your deployment) runs; recall answers from the old
+vectors until the switch, then every process follows within seconds. Afterwards set
+ENGRAM_EMBEDDING_MODEL to the new model for the next start.
+"""
+
+
+def add_reembed_parser(commands: Any) -> None:
+    reembed = command(
+        commands,
+        "reembed",
+        "switch the database to another embedding model while recall keeps answering",
+        EPILOG_REEMBED,
+    )
+    reembed.add_argument("--model", help="the new model, as ENGRAM_EMBEDDING_MODEL names it")
+    reembed.add_argument("--batch-size", type=int, default=256, help="facts per step")
+    reembed.add_argument("--no-wait", action="store_true", help="start it and return")
+    reembed.add_argument("--status", action="store_true", help="show the last run's progress")
+    reembed.add_argument("--cancel", action="store_true", help="cancel a run before its switch")
 
 
 def cmd_reembed(settings: Settings, args: argparse.Namespace, out: TextIO) -> int:

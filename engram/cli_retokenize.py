@@ -10,13 +10,34 @@ from __future__ import annotations
 import argparse
 import asyncio
 from concurrent.futures import ThreadPoolExecutor
-from typing import TextIO
+from typing import Any, TextIO
 
 from engine import retokenize
 from engine.db import create_pool
 from engine.errors import ConfigurationError
 from engine.settings import Settings
 from engram.backup import engram_database
+from engram.cli_support import command
+
+EPILOG_RETOKENIZE = """examples:
+  engram retokenize                  # every bank; safe while `engram up` runs
+  engram retokenize --bank alice
+  engram retokenize --status         # how many memories an older tokeniser indexed
+Needed once after upgrading a database that stored Chinese text before Chinese word
+segmentation (migration 0024); stopped at any point, it resumes where it was.
+"""
+
+
+def add_retokenize_parser(commands: Any) -> None:
+    retokenize = command(
+        commands,
+        "retokenize",
+        "rewrite keyword-index terms stored by an older tokeniser",
+        EPILOG_RETOKENIZE,
+    )
+    retokenize.add_argument("--bank", "-b", help="one bank only (default: all)")
+    retokenize.add_argument("--batch-size", type=int, default=500, help="memories per step")
+    retokenize.add_argument("--status", action="store_true", help="count, change nothing")
 
 
 def cmd_retokenize(settings: Settings, args: argparse.Namespace, out: TextIO) -> int:

@@ -1,4 +1,5 @@
-"""What the `engram` commands share: the usage error, reading input, printing tables."""
+"""What the `engram` commands share: building a subcommand, the usage error, reading input,
+printing tables."""
 
 from __future__ import annotations
 
@@ -8,7 +9,26 @@ import shutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
+
+
+def command(
+    commands: Any,
+    name: str,
+    help_text: str,
+    epilog: str,
+    parents: Sequence[argparse.ArgumentParser] = (),
+) -> argparse.ArgumentParser:
+    """A subcommand of `commands` whose help keeps the epilog's examples as written."""
+    parser: argparse.ArgumentParser = commands.add_parser(
+        name,
+        help=help_text,
+        description=help_text[0].upper() + help_text[1:] + ".",
+        epilog=epilog,
+        parents=list(parents),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    return parser
 
 
 class UsageError(Exception):
