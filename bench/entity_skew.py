@@ -60,7 +60,7 @@ from bench.import_locomo import (
     tree_cpu,
     wait_for_worker,
 )
-from bench.synthetic_facts import CITIES, FIRST, LAST
+from bench.synthetic_words import CITIES, FIRST, LAST
 from engine.consolidation.batch import consolidate_local_batch
 from engine.consolidation.encode import text_encoder
 from engine.db import Pool, create_pool, migrate
