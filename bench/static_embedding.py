@@ -25,7 +25,7 @@ from numpy.typing import NDArray
 from tokenizers import Tokenizer
 
 from bench.locomo_data import Conversation, load_locomo, parse_selection
-from bench.locomo_retrieval import QuestionOutcome, record, score_all
+from bench.locomo_rankings import QuestionOutcome, record, score_all
 from bench.retrieval_metrics import headline_table
 from bench.zh_data import conversation as zh_conversation
 from engine.embedding import MiniLMEmbedder

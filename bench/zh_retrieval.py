@@ -28,12 +28,11 @@ import httpx
 from bench.baselines import BM25Index, DenseIndex
 from bench.engram_api import BenchError, EngramAPI
 from bench.locomo_data import Conversation
-from bench.locomo_retrieval import (
+from bench.locomo_ingest import check_bank, ingest
+from bench.locomo_rankings import (
     DEFAULT_MAX_TOKENS,
     ENGRAM,
     QuestionOutcome,
-    check_bank,
-    ingest,
     percentile,
     recall_engram,
     record,
