@@ -97,6 +97,7 @@ LOCAL_COMMANDS: dict[str, Callable[[Settings, argparse.Namespace, TextIO], int]]
     "serve": cmd_serve,
     "reembed": cmd_reembed,
     "retokenize": cmd_retokenize,
+    "keys": cmd_keys,
 }
 COMMANDS: dict[str, Callable[[EngramClient, argparse.Namespace, TextIO], int]] = {
     "status": cmd_status,
@@ -115,24 +116,23 @@ COMMANDS: dict[str, Callable[[EngramClient, argparse.Namespace, TextIO], int]] =
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    try:
+        return run_command(args)
+    except (ConfigurationError, UsageError) as exc:
+        print(f"engram: {exc}", file=sys.stderr)
+        return 2
+    except (ApiError, BackupError, KeysError) as exc:
+        print(f"engram: {exc}", file=sys.stderr)
+        return 1
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """The stack, a command on the installation itself, the MCP server on stdio, or an API
+    command; `main` turns their errors into the exit codes the module docstring states."""
     if args.command == "up":
-        try:
-            settings = Settings.from_env()
-        except ConfigurationError as exc:
-            print(f"engram: {exc}", file=sys.stderr)
-            return 2
-        return run_stack(settings)
-    if args.command == "keys":
-        return _keys_main(args)
+        return run_stack(Settings.from_env())
     if args.command in LOCAL_COMMANDS:
-        try:
-            return LOCAL_COMMANDS[args.command](Settings.from_env(), args, sys.stdout)
-        except ConfigurationError as exc:
-            print(f"engram: {exc}", file=sys.stderr)
-            return 2
-        except BackupError as exc:
-            print(f"engram: {exc}", file=sys.stderr)
-            return 1
+        return LOCAL_COMMANDS[args.command](Settings.from_env(), args, sys.stdout)
     url = args.url or os.environ.get("ENGRAM_URL") or DEFAULT_URL
     if args.command == "mcp":
         pinned = args.bank or os.environ.get("ENGRAM_BANK") or None
@@ -141,25 +141,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         with EngramClient(url, api_key=os.environ.get("ENGRAM_API_KEY")) as client:
             return COMMANDS[args.command](client, args, sys.stdout)
-    except UsageError as exc:
-        print(f"engram: {exc}", file=sys.stderr)
-        return 2
-    except ApiError as exc:
-        print(f"engram: {exc}", file=sys.stderr)
-        return 1
     except BrokenPipeError:
         return 0  # `engram export | head`: the reader had enough
-
-
-def _keys_main(args: argparse.Namespace) -> int:
-    try:
-        return cmd_keys(Settings.from_env(), args, sys.stdout)
-    except (ConfigurationError, UsageError) as exc:
-        print(f"engram: {exc}", file=sys.stderr)
-        return 2
-    except KeysError as exc:
-        print(f"engram: {exc}", file=sys.stderr)
-        return 1
 
 
 if __name__ == "__main__":

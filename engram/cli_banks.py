@@ -7,7 +7,7 @@ import argparse
 import sys
 from typing import Any, TextIO
 
-from engram.cli_support import UsageError, bank, command, day, table
+from engram.cli_support import UsageError, bank, command, day, page_table, table
 from engram.client import ApiError, EngramClient
 
 EPILOG_STATUS = """examples:
@@ -149,19 +149,14 @@ def cmd_documents(client: EngramClient, args: argparse.Namespace, out: TextIO) -
     page = client.documents(bank(args), limit=args.limit, query=args.query)
     rows = [
         (
-            d["id"],
+            day(d.get("updated_at")),
             str(d.get("memory_unit_count", 0)),
             f"{d.get('text_length', 0):,}",
-            day(d.get("updated_at")),
+            d["id"],
         )
         for d in page["items"]
     ]
-    if not rows:
-        out.write("no documents\n")
-        return 0
-    table([(r[3], r[1], r[2], r[0]) for r in rows], ("UPDATED", "FACTS", "CHARS", "DOCUMENT"), out)
-    if page["total"] > len(rows):
-        out.write(f"({len(rows)} of {page['total']:,}; use --limit)\n")
+    page_table(rows, ("UPDATED", "FACTS", "CHARS", "DOCUMENT"), page["total"], "documents", out)
     return 0
 
 
@@ -171,10 +166,5 @@ def cmd_entities(client: EngramClient, args: argparse.Namespace, out: TextIO) ->
         (str(e.get("mention_count", 0)), day(e.get("last_seen")), e["canonical_name"])
         for e in page["items"]
     ]
-    if not rows:
-        out.write("no entities\n")
-        return 0
-    table(rows, ("MENTIONS", "LAST SEEN", "NAME"), out)
-    if page["total"] > len(rows):
-        out.write(f"({len(rows)} of {page['total']:,}; use --limit)\n")
+    page_table(rows, ("MENTIONS", "LAST SEEN", "NAME"), page["total"], "entities", out)
     return 0

@@ -73,5 +73,17 @@ def table(rows: Sequence[Sequence[str]], header: Sequence[str], out: TextIO) -> 
         out.write("  ".join([*cells, last]).rstrip() + "\n")
 
 
+def page_table(
+    rows: Sequence[Sequence[str]], header: Sequence[str], total: int, what: str, out: TextIO
+) -> None:
+    """One page of a listing: `no <what>`, or the table and how many more there are."""
+    if not rows:
+        out.write(f"no {what}\n")
+        return
+    table(rows, header, out)
+    if total > len(rows):
+        out.write(f"({len(rows)} of {total:,}; use --limit)\n")
+
+
 def day(value: str | None) -> str:
     return value[:10] if value else "-"

@@ -29,6 +29,10 @@ def _segment(value: str) -> str:
     return quote(value, safe="")
 
 
+def _bank_path(bank_id: str, rest: str = "") -> str:
+    return f"/v1/default/banks/{_segment(bank_id)}{rest}"
+
+
 @dataclass(frozen=True)
 class ImportFile:
     name: str
@@ -145,12 +149,13 @@ class EngramClient:
         except httpx.TimeoutException as exc:
             raise ApiError(f"{method} {path}: no answer from {self.base_url} in time") from exc
         except httpx.TransportError as exc:
-            raise ApiError(
-                f"cannot reach Engram at {self.base_url} ({exc}); is `engram up` running?"
-            ) from exc
+            raise self._unreachable(exc) from exc
         if response.is_success or response.status_code in ok:
             return response
         raise ApiError(f"{method} {path}: {response.status_code} {_detail(response)}")
+
+    def _unreachable(self, exc: httpx.TransportError) -> ApiError:
+        return ApiError(f"cannot reach Engram at {self.base_url} ({exc}); is `engram up` running?")
 
     def _json(self, method: str, path: str, **kwargs: Any) -> Any:
         response = self._send(method, path, **kwargs)
@@ -159,11 +164,15 @@ class EngramClient:
         except json.JSONDecodeError as exc:
             raise ApiError(f"{method} {path}: the answer is not JSON") from exc
 
+    def _object(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
+        """`_json` for routes that answer one JSON object."""
+        result: dict[str, Any] = self._json(method, path, **kwargs)
+        return result
+
     # --- service ---------------------------------------------------------------------
 
     def version(self) -> dict[str, Any]:
-        result: dict[str, Any] = self._json("GET", "/version")
-        return result
+        return self._object("GET", "/version")
 
     def ready(self) -> tuple[bool, dict[str, str]]:
         response = self._send("GET", "/ready", ok=(503,))
@@ -177,53 +186,45 @@ class EngramClient:
         return banks
 
     def put_bank(self, bank_id: str, settings: Mapping[str, Any]) -> dict[str, Any]:
-        result: dict[str, Any] = self._json(
-            "PUT", f"/v1/default/banks/{_segment(bank_id)}", body=dict(settings)
-        )
-        return result
+        return self._object("PUT", _bank_path(bank_id), body=dict(settings))
 
     def bank_profile(self, bank_id: str) -> dict[str, Any]:
-        result: dict[str, Any] = self._json("GET", f"/v1/default/banks/{_segment(bank_id)}/profile")
-        return result
+        return self._object("GET", _bank_path(bank_id, "/profile"))
 
     def bank_stats(self, bank_id: str) -> dict[str, Any]:
-        result: dict[str, Any] = self._json("GET", f"/v1/default/banks/{_segment(bank_id)}/stats")
-        return result
+        return self._object("GET", _bank_path(bank_id, "/stats"))
 
     def delete_bank(self, bank_id: str) -> None:
-        self._send("DELETE", f"/v1/default/banks/{_segment(bank_id)}")
+        self._send("DELETE", _bank_path(bank_id))
 
     # --- memories --------------------------------------------------------------------
 
     def retain(self, bank_id: str, items: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-        result: dict[str, Any] = self._json(
+        return self._object(
             "POST",
-            f"/v1/default/banks/{_segment(bank_id)}/memories",
+            _bank_path(bank_id, "/memories"),
             body={"items": list(items), "async": False},
         )
-        return result
 
     def forget(
         self, bank_id: str, where: Mapping[str, Any], *, dry_run: bool = False
     ) -> dict[str, Any]:
         """POST .../forget: what went (or, with dry_run, would go)."""
-        result: dict[str, Any] = self._json(
+        return self._object(
             "POST",
-            f"/v1/default/banks/{_segment(bank_id)}/forget",
+            _bank_path(bank_id, "/forget"),
             body={**where, "dry_run": dry_run},
         )
-        return result
 
     def update_memory(
         self, bank_id: str, memory_id: str, changes: Mapping[str, Any]
     ) -> dict[str, Any]:
         """PATCH .../memories/{id}: the corrected memory."""
-        result: dict[str, Any] = self._json(
+        return self._object(
             "PATCH",
-            f"/v1/default/banks/{_segment(bank_id)}/memories/{_segment(memory_id)}",
+            _bank_path(bank_id, f"/memories/{_segment(memory_id)}"),
             body=dict(changes),
         )
-        return result
 
     def recall_raw(
         self,
@@ -237,10 +238,7 @@ class EngramClient:
         body: dict[str, Any] = {"query": query, "budget": budget, "max_tokens": max_tokens}
         if types:
             body["types"] = list(types)
-        result: dict[str, Any] = self._json(
-            "POST", f"/v1/default/banks/{_segment(bank_id)}/memories/recall", body=body
-        )
-        return result
+        return self._object("POST", _bank_path(bank_id, "/memories/recall"), body=body)
 
     def reflect_raw(
         self, bank_id: str, query: str, *, budget: str = "mid", context: str | None = None
@@ -249,10 +247,7 @@ class EngramClient:
         body: dict[str, Any] = {"query": query, "budget": budget, "include": {"facts": {}}}
         if context:
             body["context"] = context
-        result: dict[str, Any] = self._json(
-            "POST", f"/v1/default/banks/{_segment(bank_id)}/reflect", body=body
-        )
-        return result
+        return self._object("POST", _bank_path(bank_id, "/reflect"), body=body)
 
     @staticmethod
     def recall_hits(raw: Mapping[str, Any]) -> list[RecallHit]:
@@ -279,18 +274,14 @@ class EngramClient:
         params: dict[str, Any] = {"limit": limit, "offset": offset}
         if query:
             params["q"] = query
-        result: dict[str, Any] = self._json(
-            "GET", f"/v1/default/banks/{_segment(bank_id)}/documents", params=params
-        )
-        return result
+        return self._object("GET", _bank_path(bank_id, "/documents"), params=params)
 
     def entities(self, bank_id: str, *, limit: int = 100, offset: int = 0) -> dict[str, Any]:
-        result: dict[str, Any] = self._json(
+        return self._object(
             "GET",
-            f"/v1/default/banks/{_segment(bank_id)}/entities",
+            _bank_path(bank_id, "/entities"),
             params={"limit": limit, "offset": offset},
         )
-        return result
 
     # --- import and export -----------------------------------------------------------
 
@@ -313,7 +304,7 @@ class EngramClient:
             "user_name": user_name,
             "assistant_name": assistant_name,
         }
-        data = self._json("POST", f"/v1/default/banks/{_segment(bank_id)}/import", body=body)
+        data = self._json("POST", _bank_path(bank_id, "/import"), body=body)
         return ImportStarted(
             operation_id=data["operation_id"],
             bank_id=data["bank_id"],
@@ -343,7 +334,7 @@ class EngramClient:
 
     def export_lines(self, bank_id: str) -> Iterator[str]:
         """The bank as JSON Lines, streamed line by line."""
-        path = f"/v1/default/banks/{_segment(bank_id)}/export"
+        path = _bank_path(bank_id, "/export")
         try:
             with self._http.stream("GET", path) as response:
                 if not response.is_success:
@@ -351,9 +342,7 @@ class EngramClient:
                     raise ApiError(f"GET {path}: {response.status_code} {_detail(response)}")
                 yield from response.iter_lines()
         except httpx.TransportError as exc:
-            raise ApiError(
-                f"cannot reach Engram at {self.base_url} ({exc}); is `engram up` running?"
-            ) from exc
+            raise self._unreachable(exc) from exc
 
 
 def _detail(response: httpx.Response) -> str:

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import quote
 
-from engram.private import OWNER_ONLY_UMASK, open_private_log
+from engram.processes import spawn_embedded, wait_or_kill
 
 SYSTEM_USER = "embedded_postgres"
 DATABASE = "engram"
@@ -215,19 +215,7 @@ class EmbeddedPostgres:
         args += ["-k", str(self.socket_dir)]
         for option in (*SERVER_OPTIONS, *self.options):
             args += ["-c", option]
-        log = open_private_log(self.log_path)
-        try:
-            self.process = subprocess.Popen(
-                args,
-                user=self.user,
-                umask=OWNER_ONLY_UMASK,
-                stdout=log,
-                stderr=log,
-                stdin=subprocess.DEVNULL,
-                process_group=0,  # Ctrl-C goes to the supervisor, which stops us in order
-            )
-        finally:
-            log.close()
+        self.process = spawn_embedded(args, self.log_path, user=self.user)
         self._wait_ready()
         self._require_passwords()
         self._ensure_database()
@@ -293,11 +281,7 @@ class EmbeddedPostgres:
         if process is None or process.poll() is not None:
             return
         process.send_signal(2)
-        try:
-            process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        wait_or_kill(process, timeout)
 
 
 def _make_readable(path: Path) -> None:

@@ -32,6 +32,7 @@ from engine.errors import ConfigurationError
 from engine.settings import Settings
 from engram.postgres import EmbeddedPostgres, EmbeddedPostgresError
 from engram.private import open_private_log, private_dir
+from engram.processes import wait_or_kill
 from engram.temporal_server import TemporalDevServer, TemporalServerError, port_open
 from workflows.converter import load_payload_key
 
@@ -311,11 +312,7 @@ class Stack:
             if child.process.poll() is None:
                 child.process.send_signal(signal.SIGTERM)
         for child in reversed(self.children):
-            try:
-                child.process.wait(20)
-            except subprocess.TimeoutExpired:
-                child.process.kill()
-                child.process.wait()
+            wait_or_kill(child.process, 20)
         if self.temporal is not None:
             self.temporal.stop()
         if self.postgres is not None:

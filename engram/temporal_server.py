@@ -10,7 +10,7 @@ import sysconfig
 import time
 from pathlib import Path
 
-from engram.private import OWNER_ONLY_UMASK, open_private_log
+from engram.processes import spawn_embedded, wait_or_kill
 
 START_TIMEOUT_S = 60.0
 # Activity retries shorter than 1 s otherwise take ~1 s on the dev server.
@@ -83,18 +83,8 @@ class TemporalDevServer:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         if self.db_path.exists():  # made before files were kept private
             self.db_path.chmod(0o600)
-        log = open_private_log(self.log_path)
-        try:
-            self.process = subprocess.Popen(
-                self.command(),
-                umask=OWNER_ONLY_UMASK,  # the database file (and its -wal) is owner-only
-                stdout=log,
-                stderr=log,
-                stdin=subprocess.DEVNULL,
-                process_group=0,  # Ctrl-C goes to the supervisor, which stops us in order
-            )
-        finally:
-            log.close()
+        # Its umask keeps the database file (and its -wal) owner-only.
+        self.process = spawn_embedded(self.command(), self.log_path)
         deadline = time.monotonic() + START_TIMEOUT_S
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
@@ -112,8 +102,4 @@ class TemporalDevServer:
         if process is None or process.poll() is not None:
             return
         process.terminate()
-        try:
-            process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        wait_or_kill(process, timeout)
