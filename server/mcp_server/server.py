@@ -19,10 +19,10 @@ from pydantic import ValidationError
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from server.mcp_server.backend import Backend, ToolFailure, segment
+from server.mcp_server.backend import Backend, ToolFailure
 from server.mcp_server.tools import TOOLS, TOOLS_BY_NAME
 from server.mcp_server.tools.spec import Scope as ToolScope
-from server.mcp_server.tools.spec import ToolSpec
+from server.mcp_server.tools.spec import ToolSpec, bank_path
 from server.security import TRANSPORT_SCOPE_KEY
 
 INSTRUCTIONS = (
@@ -90,7 +90,7 @@ async def enabled_tools(api: Backend, bank_id: str) -> list[str] | None:
     """The bank's `mcp_enabled_tools` (None: all); an unknown bank exposes every tool, and
     the tools themselves then say the bank does not exist."""
     try:
-        config = await api.call("GET", f"/v1/default/banks/{segment(bank_id)}/config")
+        config = await api.call("GET", bank_path(bank_id, "/config"))
     except ToolFailure:
         return None
     names = config.get("config", {}).get("mcp_enabled_tools")

@@ -26,16 +26,12 @@ async def list_banks(api: Backend, bank: str, args: NoArgs) -> str:
 
 
 async def put_bank(api: Backend, bank: str, args: CreateBankArgs) -> str:
-    body = {k: v for k, v in args.model_dump().items() if v is not None}
+    body = args.model_dump(exclude_none=True)
     return fmt.bank_text(await api.call("PUT", bank_path(bank), body=body))
 
 
 async def update_bank(api: Backend, bank: str, args: UpdateBankArgs) -> str:
-    changes = {
-        k: v for k, v in args.model_dump(exclude={"mcp_enabled_tools"}).items() if v is not None
-    }
-    if args.mcp_enabled_tools is not None:
-        changes["mcp_enabled_tools"] = args.mcp_enabled_tools
+    changes = args.model_dump(exclude_none=True)
     return fmt.bank_text(await api.call("PATCH", bank_path(bank), body=changes))
 
 

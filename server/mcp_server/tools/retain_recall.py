@@ -49,7 +49,7 @@ class ReflectArgs(Args):
 
 
 def item_of(args: RetainArgs) -> dict[str, Any]:
-    return {k: v for k, v in args.model_dump().items() if v is not None}
+    return args.model_dump(exclude_none=True)
 
 
 async def retain(api: Backend, bank: str, args: RetainArgs) -> str:
