@@ -30,6 +30,16 @@ Measured and rejected:
   in a bank whose facts share dates, temporal links reach off-topic facts of the same days,
   and with 3 they pushed the entity hop of tests/recall out of the shortlist in one run of
   several (its graph rank varies, 1st to 3rd, with the order facts were linked in).
+Multi-hop (issue 17, 2026-12-01, conv 1-5, the 142 multi-hop questions alone, recall@10;
+defaults 0.592; in-process over banks retained by session, docs/benchmarks.md "Multi-hop
+misses"): graph reserve 12/20 0.587/0.581; budget low/high 0.586/0.590; MMR λ 0.5/0.7
+0.560/0.594; episodes in MMR (two facts told within `context_gap` of each other count as at
+least 0.5/0.8 alike, so a gathering question's top 10 spreads over conversations)
+0.591/0.573; pseudo-relevance feedback (final + w · cos to the centroid of the top d, w/d
+0.15/3, 0.3/3, 0.3/5) 0.588/0.588/0.570. None kept: of the 191 evidence turns missed, 98 are
+reranked and outranked by facts as much on topic (often answers LoCoMo did not list), 35
+reached by an arm but not reranked (more graph finds reranked lost more than they won),
+58 reached by no arm.
 """
 
 from __future__ import annotations
