@@ -29,12 +29,24 @@ from engine.store.banks import get_bank
 
 log = logging.getLogger(__name__)
 
+# Rows are taken in id order and a row another transaction holds (an upsert, consolidation,
+# the lifecycle batch) is skipped rather than waited for: a flush never waits on a row, so it
+# is never one side of a deadlock (with a plain UPDATE ... FROM unnest the lock order followed
+# the join's scan, and PostgreSQL aborted the flush or the other writer). A skipped access is
+# lost, as one lost to a crash is.
 _REINFORCE = """
+WITH a AS (SELECT * FROM unnest($2::uuid[], $5::int[]) AS a(id, n)),
+free AS (
+    SELECT m.id FROM memory_units m JOIN a ON a.id = m.id
+    WHERE m.bank_id = $1
+    ORDER BY m.id
+    FOR UPDATE OF m SKIP LOCKED
+)
 UPDATE memory_units m SET
     access_count = m.access_count + a.n,
     last_accessed_at = greatest(m.last_accessed_at, $3),
     strength = 1 - (1 - m.strength) * power(1 - $4::float8, a.n)
-FROM unnest($2::uuid[], $5::int[]) AS a(id, n)
+FROM a JOIN free USING (id)
 WHERE m.bank_id = $1 AND m.id = a.id
 """
 

@@ -4,12 +4,15 @@ reinforcement of returned facts flushed off the request path."""
 
 from __future__ import annotations
 
+import asyncio
+from datetime import UTC, datetime
 from typing import Any
 
 import httpx
 from starlette.applications import Starlette
 
 from engine.db import Pool
+from engine.lifecycle.access import reinforce
 from engine.lifecycle.supersession import Supersession, supersede
 
 BASE = "/v1/default/banks"
@@ -249,3 +252,25 @@ async def test_reflect_citations_reinforce_at_the_banks_step(
     assert after is not None and after["access_count"] == 1
     # one access at step 0.5 (the bank's), not the default 0.2
     assert abs(after["strength"] - (1 - (1 - before) * 0.5)) < 1e-6
+
+
+async def test_a_flush_skips_a_fact_another_writer_holds_instead_of_waiting(
+    api: httpx.AsyncClient, pool: Pool, bank_id: str
+) -> None:
+    await retain(api, bank_id, [{"content": "Uma plays the cello. Uma lives in Porto."}])
+    held, free = await fact_id(pool, bank_id, "cello"), await fact_id(pool, bank_id, "Porto")
+    async with pool.acquire() as writer, writer.transaction():
+        await writer.execute("SELECT 1 FROM memory_units WHERE id = $1 FOR UPDATE", held)
+        async with pool.acquire() as conn:
+            # A plain UPDATE would wait here for the writer's commit (and could deadlock it).
+            written = await asyncio.wait_for(
+                reinforce(conn, bank_id, {held: 1, free: 2}, datetime.now(UTC)), 30
+            )
+    assert written == 1
+    async with pool.acquire() as conn:
+        rows = await conn.fetch(
+            "SELECT id::text, access_count FROM memory_units WHERE id = ANY($1::uuid[])",
+            [held, free],
+        )
+    counts = {r["id"]: r["access_count"] for r in rows}
+    assert counts == {held: 0, free: 2}
