@@ -5,14 +5,16 @@ from __future__ import annotations
 import uuid
 from datetime import datetime
 from typing import Any, TypeVar
+from urllib.parse import quote
 
 from pydantic import BaseModel
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, StreamingResponse
 
 from engine.auth.principal import OPEN, Principal
 from engine.errors import InvalidInput, NotFound, TooLarge, Unprocessable
 from engine.limits import MAX_BANK_ID_CHARS
+from engine.transfer.storage import StoredFile, stream_file
 from engine.validation import check_json, check_text, decode_json
 from server.services import Services
 
@@ -121,3 +123,23 @@ def iso(value: datetime | None) -> str | None:
 
 def json_response(body: Any, status_code: int = 200) -> JSONResponse:
     return JSONResponse(body, status_code=status_code)
+
+
+def stored_file_response(
+    services: Services, stored: StoredFile, disposition: str
+) -> StreamingResponse:
+    """A stored file streamed chunk by chunk from the database."""
+    plain = "".join(
+        c if c.isascii() and c.isprintable() and c not in '"\\' else "_" for c in stored.filename
+    )
+    encoded = quote(stored.filename, safe="")
+    return StreamingResponse(
+        stream_file(services.pool, stored.key),
+        media_type=stored.content_type,
+        headers={
+            "content-disposition": (
+                f"{disposition}; filename=\"{plain}\"; filename*=UTF-8''{encoded}"
+            ),
+            "content-length": str(stored.byte_size),
+        },
+    )

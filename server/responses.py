@@ -281,6 +281,18 @@ class ChunkResponse(BaseModel):
     created_at: str
 
 
+class ChunkAttachment(BaseModel):
+    """An original kept for a document, and where to fetch it."""
+
+    id: str
+    hash: str
+    kind: str
+    media_type: str
+    byte_size: int
+    filename: str | None = None
+    url: str
+
+
 class DocumentResponse(BaseModel):
     id: str
     bank_id: str
@@ -296,6 +308,7 @@ class DocumentResponse(BaseModel):
     document_metadata: dict[str, Any] | None = None
     chunks: list[ChunkResponse] | None = None
     memories: list[MemoryUnitListItem] | None = None
+    attachments: list[ChunkAttachment] | None = None
 
 
 class DeleteDocumentResponse(BaseModel):

@@ -24,6 +24,7 @@ from engine.consolidation.validate import apply_group, existing_observations
 from engine.db import Connection
 from engine.errors import NotFound
 from engine.store.banks import Bank, get_bank
+from engine.store.document_history import record_consolidation
 
 _LOCK = "SELECT pg_advisory_xact_lock(hashtextextended('consolidate' || E'\\x1f' || $1, 0))"
 _STATE = """
@@ -125,12 +126,18 @@ async def repair_observations(conn: Connection, bank_id: str, as_of: datetime) -
 
 
 async def _finish(
-    conn: Connection, bank_id: str, operation_id: str, tally: Tally, facts: int, as_of: datetime
+    conn: Connection,
+    bank_id: str,
+    operation_id: str,
+    tally: Tally,
+    fact_ids: Sequence[str],
+    as_of: datetime,
 ) -> int:
+    await record_consolidation(conn, bank_id, operation_id, fact_ids)
     remaining = await backlog(conn, bank_id)
     if remaining == 0:
         tally.retracted += await repair_observations(conn, bank_id, as_of)
-    await conn.execute(_STATE, bank_id, facts, operation_id)
+    await conn.execute(_STATE, bank_id, len(fact_ids), operation_id)
     return remaining
 
 
@@ -152,7 +159,7 @@ async def consolidate_local_batch(
         facts = await pending_facts(conn, bank_id, limit, lock=True)
         as_of = _as_of(facts)
         tally = await LocalConsolidator(conn, bank_id, encoder, as_of).consolidate(facts)
-        remaining = await _finish(conn, bank_id, operation_id, tally, len(facts), as_of)
+        remaining = await _finish(conn, bank_id, operation_id, tally, [f.id for f in facts], as_of)
         result = BatchResult(tally.counts(len(facts)), remaining, mode="local")
         await _record(conn, bank_id, operation_id, seq, result)
     return result
@@ -207,7 +214,7 @@ async def apply_llm_batch(
                 rejections=rejections,
             )
         await mark_consolidated(conn, sorted(pending))
-        remaining = await _finish(conn, bank_id, operation_id, tally, len(pending), as_of)
+        remaining = await _finish(conn, bank_id, operation_id, tally, sorted(pending), as_of)
         result = BatchResult(
             tally.counts(len(pending)), remaining, mode="llm", rejections=rejections
         )

@@ -21,6 +21,7 @@ from engine.db import Connection
 from engine.errors import InvalidInput, NotFound
 from engine.lifecycle.relink import replace_entities
 from engine.lifecycle.versions import record_version
+from engine.store.document_history import EventKind, record_event
 from engine.text import term_frequencies
 
 STATES = ("active", "archived", "superseded")
@@ -68,7 +69,8 @@ class Correction:
 
 
 _CURRENT = """
-SELECT id::text AS id, text, context, fact_type, tags, state, occurred_start, occurred_end
+SELECT id::text AS id, text, context, fact_type, tags, state, occurred_start, occurred_end,
+       document_id
 FROM memory_units WHERE bank_id = $1 AND id = $2 FOR UPDATE
 """
 
@@ -171,6 +173,24 @@ async def correct_memory(
             },
             reason=change.reason,
         )
+        if row["document_id"] is not None:
+            await record_event(
+                conn,
+                bank_id,
+                _event_kind(row["state"], state),
+                None,
+                {row["document_id"]: 0},
+                fact_id=memory_id,
+            )
+
+
+def _event_kind(before: str, after: str) -> EventKind:
+    """How a document's history names a correction of one of its facts."""
+    if after != before and after == "active":
+        return "fact_restored"
+    if after != before and before == "active":
+        return "fact_invalidated"
+    return "fact_edited"
 
 
 async def _reindex(

@@ -23,6 +23,7 @@ out of workflow payloads) and PostgreSQL's free space until VACUUM.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -35,6 +36,8 @@ from engine.entities import normalize_name
 from engine.errors import InvalidInput, NotFound
 from engine.lifecycle.tombstones import text_hash
 from engine.retain.upsert import DELETE_ORPHAN_ENTITIES
+from engine.store.document_files import drop_originals
+from engine.store.document_history import record_event
 
 
 @dataclass(frozen=True)
@@ -237,6 +240,18 @@ async def _forget(
     if dry_run or not facts:
         return result
     await _erase(conn, bank_id, where, selected, chunks, whole, all_ids, observations, models)
+    touched = Counter(f.document_id for f in facts if f.document_id)
+    # An original file holds the forgotten text and cannot be redacted: it goes.
+    await drop_originals(conn, bank_id, sorted(touched))
+    await record_event(
+        conn,
+        bank_id,
+        "fact_deleted",
+        None,
+        dict(touched),
+        fact_id=facts[0].id if len(facts) == 1 else None,
+        observations_removed=observations,
+    )
     return result
 
 

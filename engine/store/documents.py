@@ -11,6 +11,7 @@ import asyncpg
 from engine.db import Connection
 from engine.errors import NotFound
 from engine.retain.upsert import DELETE_ORPHAN_ENTITIES
+from engine.store.document_history import record_event
 
 
 @dataclass(frozen=True)
@@ -151,6 +152,7 @@ async def delete_document(conn: Connection, bank_id: str, document_id: str) -> i
         )
         if deleted is None:
             raise NotFound("document", document_id)
+        await record_event(conn, bank_id, "fact_deleted", None, {document_id: int(facts)})
         await conn.execute(
             "UPDATE entities e SET mention_count ="
             " (SELECT count(*) FROM unit_entities ue WHERE ue.entity_id = e.id)"
@@ -187,7 +189,8 @@ async def set_document_tags(
             document_id,
         )
         row = await conn.fetchrow(_SET_TAGS, bank_id, document_id, tags)
-    assert row is not None
-    if row["documents"] == 0:
-        raise NotFound("document", document_id)
+        assert row is not None
+        if row["documents"] == 0:
+            raise NotFound("document", document_id)
+        await record_event(conn, bank_id, "retag", None, {document_id: 0})
     return int(row["facts"])

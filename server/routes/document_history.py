@@ -1,9 +1,11 @@
 """A document's history (`GET .../documents/{id}/history`) and reprocessing (`POST
 .../documents/{id}/reprocess`).
 
-History lists the document's versions (engine/store/document_history.py), newest first:
+History lists the document's events (engine/store/document_history.py), newest first:
 every retain, import, append and reprocess that stored it, with the content hash it left and
-what it changed. Reprocess stages the stored document as a retain operation of kind
+what it changed, and every later change: a fact of it edited, invalidated, restored or
+deleted, the document retagged or deleted, a consolidation that built observations from its
+facts. Reprocess stages the stored document as a retain operation of kind
 `reprocess` and runs it through the one document pipeline (RetainWorkflow →
 workflows/pipeline.py) with the bank's current options: every chunk is extracted again and
 the old facts replaced. The stored document is one text, so a document retained as several
@@ -13,7 +15,7 @@ items is reprocessed as one (their entity hints are not kept).
 from __future__ import annotations
 
 import uuid
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import BaseModel, Field
 from starlette.requests import Request
@@ -25,7 +27,7 @@ from engine.retain.documents import stage_documents
 from engine.retain.options import retain_options
 from engine.retain.payloads import DocumentInput, RetainItem, RetainRequest
 from engine.store.banks import get_bank
-from engine.store.document_history import document_history
+from engine.store.document_history import KIND_OF_MODE, DocumentVersion, document_history
 from engine.store.documents import get_document
 from engine.store.operations import register_operation
 from server.http import int_param, iso, json_response, path_param, services_of
@@ -38,6 +40,34 @@ from workflows.retain import RetainWorkflow
 class HistoryQuery(BaseModel):
     limit: Annotated[int, Field(ge=1, le=1000)] | None = None
     offset: Annotated[int, Field(ge=0)] | None = None
+
+
+MAX_IDS = 20
+
+
+def _sample(ids: tuple[str, ...]) -> dict[str, Any] | None:
+    """Hindsight's ObservationIdSample: the count, and the first MAX_IDS ids."""
+    return {"count": len(ids), "ids": list(ids[:MAX_IDS])} if ids else None
+
+
+def event_json(v: DocumentVersion) -> dict[str, Any]:
+    written = v.kind in KIND_OF_MODE.values()
+    return {
+        "document_id": v.document_id,
+        "kind": v.kind,
+        "created_at": iso(v.created_at),
+        "operation_id": v.operation_id or None,
+        "fact_id": v.fact_id,
+        "facts_added": v.facts_added,
+        "facts_removed": v.facts_removed,
+        "observations_created": _sample(v.observations_created),
+        "observations_updated": _sample(v.observations_updated),
+        "observations_removed": _sample(v.observations_removed),
+        "content_hash": v.content_hash or None,
+        "items_count": v.items_count if written else None,
+        "chunks_added": v.chunks_added if written else None,
+        "chunks_removed": v.chunks_removed if written else None,
+    }
 
 
 async def history_route(request: Request) -> Response:
@@ -53,25 +83,7 @@ async def history_route(request: Request) -> Response:
             "total": total,
             "limit": limit,
             "offset": offset,
-            "items": [
-                {
-                    "document_id": v.document_id,
-                    "kind": v.kind,
-                    "created_at": iso(v.created_at),
-                    "operation_id": v.operation_id,
-                    "fact_id": None,
-                    "facts_added": v.facts_added,
-                    "facts_removed": v.facts_removed,
-                    "observations_created": None,
-                    "observations_updated": None,
-                    "observations_removed": None,
-                    "content_hash": v.content_hash,
-                    "items_count": v.items_count,
-                    "chunks_added": v.chunks_added,
-                    "chunks_removed": v.chunks_removed,
-                }
-                for v in versions
-            ],
+            "items": [event_json(v) for v in versions],
         }
     )
 
@@ -115,7 +127,7 @@ def routes() -> list[Route]:
             history_route,
             methods=["GET"],
             tag="documents",
-            summary="A document's versions, newest first: every write that stored it",
+            summary="A document's history, newest first: writes, edits, deletes, consolidations",
             query=HistoryQuery,
             response=DocumentHistoryResponse,
         ),

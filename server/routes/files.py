@@ -1,11 +1,15 @@
 """`POST .../files/retain`: upload text, Markdown, HTML or PDF files; each becomes a document
-retained asynchronously (one operation per file), as Hindsight's file upload does."""
+retained asynchronously (one operation per file), as Hindsight's file upload does. The
+original bytes are kept (engine/store/document_files.py) and served at
+`GET .../attachments/{id}`, the id listed in the document's `attachments`."""
 
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 from typing import Any
+from urllib.parse import quote
 
 from pydantic import BaseModel, Field, ValidationError
 from starlette.datastructures import UploadFile
@@ -16,7 +20,9 @@ from starlette.routing import BaseRoute
 from engine.errors import InvalidInput
 from engine.files import file_text
 from engine.limits import MAX_CONTENT_CHARS
-from server.http import json_response, path_param, services_of
+from engine.store.banks import ensure_bank, get_bank
+from engine.store.document_files import Original, get_original, store_original
+from server.http import json_response, path_param, services_of, stored_file_response
 from server.openapi import ApiRoute
 from server.responses import FileRetainResponse
 from server.retain import submit_retain
@@ -72,6 +78,7 @@ async def retain_files(request: Request) -> Response:
         services = services_of(request)
         loop = asyncio.get_running_loop()
         items: list[dict[str, Any]] = []
+        originals: list[tuple[str, str, str, bytes]] = []
         for index, upload in enumerate(uploads):
             field = f"files[{index}]"
             data = await upload.read(MAX_FILE_BYTES + 1)
@@ -86,6 +93,7 @@ async def retain_files(request: Request) -> Response:
             if len(text) > MAX_CONTENT_CHARS:
                 raise InvalidInput(field, f"holds more than {MAX_CONTENT_CHARS} characters of text")
             meta = metas[index] if metas else FileMeta()
+            originals.append((meta.document_id or name, name, content_type, data))
             items.append(
                 {
                     "content": text,
@@ -99,6 +107,12 @@ async def retain_files(request: Request) -> Response:
                     },
                 }
             )
+    # The originals are kept before the retains start: a document never exists without one.
+    async with services.pool.acquire() as conn:
+        await ensure_bank(conn, bank_id)
+        for document_id, name, content_type, data in originals:
+            media = content_type or "application/octet-stream"
+            await store_original(conn, bank_id, document_id, name, media, io.BytesIO(data))
     operation_ids = []
     for item in items:
         body = RetainIn.model_validate({"items": [item], "async": True})
@@ -107,8 +121,40 @@ async def retain_files(request: Request) -> Response:
     return json_response({"operation_ids": operation_ids})
 
 
+async def get_attachment(request: Request) -> Response:
+    bank_id = path_param(request, "bank_id")
+    attachment_id = path_param(request, "attachment_id")
+    services = services_of(request)
+    async with services.pool.acquire() as conn:
+        await get_bank(conn, bank_id)
+        stored = await get_original(conn, bank_id, attachment_id)
+    return stored_file_response(services, stored, "inline")
+
+
+def attachment_json(bank_id: str, original: Original) -> dict[str, Any]:
+    """A document's original as Hindsight's ChunkAttachment."""
+    return {
+        "id": original.attachment_id,
+        "hash": original.sha256,
+        "kind": "file",
+        "media_type": original.content_type,
+        "byte_size": original.byte_size,
+        "filename": original.filename,
+        "url": f"/v1/default/banks/{quote(bank_id, safe='')}/attachments/" + original.attachment_id,
+    }
+
+
 def routes() -> list[BaseRoute]:
     return [
+        ApiRoute(
+            "/v1/default/banks/{bank_id}/attachments/{attachment_id}",
+            get_attachment,
+            methods=["GET"],
+            tag="documents",
+            summary="The original of a file-retained document (its id from the document's"
+            " attachments)",
+            response_media="application/octet-stream",
+        ),
         ApiRoute(
             "/v1/default/banks/{bank_id}/files/retain",
             retain_files,
@@ -118,5 +164,5 @@ def routes() -> list[BaseRoute]:
             body=FileRetainForm,
             body_media="multipart/form-data",
             response=FileRetainResponse,
-        )
+        ),
     ]

@@ -13,6 +13,7 @@ from engine.consolidation.observations import observation_sources
 from engine.db import Connection
 from engine.errors import InvalidInput
 from engine.store.banks import get_bank
+from engine.store.document_files import document_originals
 from engine.store.documents import (
     ChunkRow,
     delete_document,
@@ -62,6 +63,7 @@ from server.responses import (
     ListMemoryUnitsResponse,
     UpdateDocumentResponse,
 )
+from server.routes.files import attachment_json
 from server.routes.observations import observation_fields
 from server.schemas import Request as Body
 
@@ -253,6 +255,7 @@ async def get_document_route(request: Request) -> Response:
         facts, _ = await list_memories(
             conn, bank_id, MemoryFilter(document_id=document_id), 1000, 0
         )
+        originals = await document_originals(conn, bank_id, document_id)
     return json_response(
         {
             "id": d.document_id,
@@ -269,6 +272,7 @@ async def get_document_route(request: Request) -> Response:
             "document_metadata": d.metadata,
             "chunks": [chunk_json(c) for c in chunks],
             "memories": [memory_item(m) for m in facts],
+            "attachments": [attachment_json(bank_id, o) for o in originals],
         }
     )
 

@@ -22,7 +22,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, Field
 from starlette.datastructures import UploadFile
 from starlette.requests import Request
-from starlette.responses import Response, StreamingResponse
+from starlette.responses import Response
 from starlette.routing import BaseRoute
 
 from engine.errors import Conflict, InvalidInput, NotFound
@@ -30,7 +30,7 @@ from engine.store.banks import ensure_bank, get_bank, validate_bank_id
 from engine.store.operations import register_operation
 from engine.transfer.payloads import ExportScope, ImportPlan, Kind, TransferRequest
 from engine.transfer.restore import check_compatible, read_manifest
-from engine.transfer.storage import delete_file, get_stored_file, store_file, stream_file
+from engine.transfer.storage import delete_file, get_stored_file, store_file
 from server.http import (
     bool_param,
     choice_param,
@@ -38,6 +38,7 @@ from server.http import (
     path_param,
     principal_of,
     services_of,
+    stored_file_response,
     text_param,
     texts_param,
 )
@@ -351,14 +352,7 @@ async def download_file(request: Request) -> Response:
         stored = await get_stored_file(conn, key)
     if not principal_of(request).sees(stored.bank_id):
         raise NotFound("file", key)
-    return StreamingResponse(
-        stream_file(services.pool, key),
-        media_type=stored.content_type,
-        headers={
-            "content-disposition": f'attachment; filename="{stored.filename}"',
-            "content-length": str(stored.byte_size),
-        },
-    )
+    return stored_file_response(services, stored, "attachment")
 
 
 def routes() -> list[BaseRoute]:

@@ -54,10 +54,6 @@ UNSUPPORTED: dict[tuple[str, str], tuple[str, str]] = {
         NO_ALIASES,
         f"DELETE {BANK}",
     ),
-    ("GET", f"{BANK}/attachments/{{attachment_id}}"): (
-        "Engram stores text; attachments are not kept",
-        f"GET {BANK}/documents/{{document_id}}",
-    ),
     ("POST", f"{BANK}/consolidation-strategies/preview"): (
         "consolidation has one strategy, not a configurable one",
         f"GET {BANK}/consolidation",

@@ -5,6 +5,7 @@ the file."""
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 from pathlib import Path
 
@@ -14,6 +15,8 @@ from starlette.applications import Starlette
 from support.openapi import check
 from support.serve import serve
 from temporalio.worker import Worker
+
+from engine.db import Pool
 
 BASE = "/v1/default/banks"
 
@@ -114,3 +117,40 @@ async def test_hindsight_client_retain_files(
         finally:
             await client.aclose()  # type: ignore[no-untyped-call]
     assert len(answer.operation_ids) == 1
+
+
+async def test_an_uploaded_original_is_served_until_its_document_is_forgotten(
+    api: httpx.AsyncClient, pool: Pool, bank_id: str
+) -> None:
+    doc = (await api.get("/openapi.json")).json()
+    bank = f"{BASE}/{bank_id}"
+    assert (await api.put(bank, json={"extraction_mode": "local"})).status_code == 200
+    pdf = tiny_pdf("Dee lives in Oslo.")
+    files = [
+        ("files", ("report.pdf", pdf, "application/pdf")),
+        ("files", ("copy.pdf", pdf, "application/pdf")),
+    ]
+    body = check(doc, await api.post(f"{bank}/files/retain", files=files))
+    await wait_done(api, bank, body["operation_ids"])
+    report = check(doc, await api.get(f"{bank}/documents/report.pdf"))
+    [attachment] = report["attachments"]
+    assert attachment["filename"] == "report.pdf" and attachment["byte_size"] == len(pdf)
+    assert attachment["hash"] == hashlib.sha256(pdf).hexdigest()
+    served = await api.get(attachment["url"])
+    assert served.status_code == 200 and served.content == pdf
+    assert served.headers["content-type"] == "application/pdf"
+    # The same bytes are kept once; forgetting one document keeps the other's original.
+    copy = (await api.get(f"{bank}/documents/copy.pdf")).json()
+    assert copy["attachments"][0]["url"] == attachment["url"]
+    assert (await api.delete(f"{bank}/documents/report.pdf")).status_code == 200
+    assert (await api.get(attachment["url"])).content == pdf
+    # A forget that takes a fact of the document drops its original (it holds the text).
+    facts = (await api.get(f"{bank}/memories/list", params={"document_id": "copy.pdf"})).json()
+    forgotten = await api.post(f"{bank}/forget", json={"memory_ids": [facts["items"][0]["id"]]})
+    assert forgotten.status_code == 200, forgotten.text
+    assert (await api.get(attachment["url"])).status_code == 404
+    async with pool.acquire() as conn:
+        kept = await conn.fetchval("SELECT count(*) FROM stored_files WHERE bank_id = $1", bank_id)
+    assert kept == 0  # the bytes went with the last document that used them
+    other = await api.get(f"{BASE}/other-{bank_id}/attachments/{attachment['id']}")
+    assert other.status_code == 404

@@ -4,6 +4,7 @@ observations, read back through the API."""
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import httpx
 from consolidation_support import (
@@ -15,6 +16,7 @@ from consolidation_support import (
     status,
     wait_consolidated,
 )
+from support.openapi import check
 
 
 def said(speaker: str, text: str, day: str, document_id: str) -> dict[str, str]:
@@ -225,3 +227,48 @@ async def test_deleting_the_evidence_retracts_the_observation(
     history = await api.get(f"{BASE}/{bank_id}/memories/{observation['id']}/history")
     [retracted] = history.json()
     assert retracted["change"] == "retracted" and "deleted" in retracted["reason"]
+
+
+async def test_document_history_shows_consolidations_edits_and_deletes(
+    api: httpx.AsyncClient, bank_id: str
+) -> None:
+    doc = (await api.get("/openapi.json")).json()
+    bank = f"{BASE}/{bank_id}"
+    fact, other = await retain(
+        api,
+        bank_id,
+        [
+            said("Omar", "I live in Lisbon.", "2024-07-01", "l1"),
+            said("Omar", "I live in Lisbon with my cat.", "2024-07-02", "l2"),
+        ],
+    )
+    await wait_consolidated(api, bank_id)
+    [observation] = await observations(api, bank_id)
+
+    def kinds(history: dict[str, Any]) -> list[str]:
+        return [e["kind"] for e in history["items"]]
+
+    history = check(doc, await api.get(f"{bank}/documents/l1/history"))
+    assert kinds(history) == ["consolidation", "retain"]
+    assert history["items"][0]["observations_created"] == {"count": 1, "ids": [observation["id"]]}
+
+    memory_url = f"{bank}/memories/{fact}"
+    assert (await api.patch(memory_url, json={"text": "Omar lives in Porto."})).status_code == 200
+    assert (await api.patch(memory_url, json={"state": "invalidated"})).status_code == 200
+    assert (await api.patch(memory_url, json={"state": "valid"})).status_code == 200
+    assert (await api.delete(memory_url)).status_code == 200
+    history = check(doc, await api.get(f"{bank}/documents/l1/history"))
+    assert kinds(history)[:4] == [
+        "fact_deleted",
+        "fact_restored",
+        "fact_invalidated",
+        "fact_edited",
+    ]
+    assert {e["fact_id"] for e in history["items"][:4]} == {fact}
+    assert history["items"][0]["facts_removed"] == 1
+    assert history["items"][0]["operation_id"] is None
+
+    assert (await api.delete(f"{bank}/documents/l2")).status_code == 200
+    gone = check(doc, await api.get(f"{bank}/documents/l2/history"))
+    assert kinds(gone)[0] == "fact_deleted" and gone["items"][0]["facts_removed"] == 1
+    assert other not in {e["fact_id"] for e in gone["items"]}
