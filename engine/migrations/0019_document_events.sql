@@ -53,3 +53,9 @@ BEGIN
 END $$;
 CREATE TRIGGER document_files_drop_unused AFTER DELETE OR UPDATE OF key ON document_files
     FOR EACH ROW EXECUTE FUNCTION stored_files_drop_unused();
+
+-- The items a document was retained as (their sizes in its text, timestamps, contexts,
+-- tags, metadata and entity hints), so that a reprocess extracts each item again with its
+-- own timestamp (engine/retain/documents.py `stored_items`). '[]' for documents stored
+-- before this migration: they are reprocessed as one item.
+ALTER TABLE documents ADD COLUMN items jsonb NOT NULL DEFAULT '[]'::jsonb;

@@ -52,6 +52,32 @@ def item_json(item: RetainItem) -> dict[str, Any]:
     }
 
 
+def item_span(item: RetainItem) -> dict[str, Any]:
+    """What a document keeps of an item (documents.items): all but its text, whose size
+    locates it in the document's text."""
+    span = item_json(item)
+    del span["content"]
+    return {**span, "chars": len(item.content)}
+
+
+def stored_items(content: str, spans: list[dict[str, Any]]) -> list[RetainItem] | None:
+    """The items a document was retained as, cut back out of its text (items are joined
+    by a blank line); None when there are no spans or the text no longer matches them."""
+    items: list[RetainItem] = []
+    position = 0
+    for index, span in enumerate(spans):
+        if index:
+            if content[position : position + 2] != "\n\n":
+                return None
+            position += 2
+        end = position + int(span["chars"])
+        if end > len(content):
+            return None
+        items.append(item_from_json({**span, "content": content[position:end]}))
+        position = end
+    return items if items and position == len(content) else None
+
+
 def item_from_json(data: dict[str, Any]) -> RetainItem:
     stamp = data.get("timestamp")
     return RetainItem(

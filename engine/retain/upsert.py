@@ -16,6 +16,7 @@ import asyncpg
 from engine.db import Connection
 from engine.lifecycle.on_retain import lifecycle_after_store
 from engine.lifecycle.tombstones import apply_tombstones, blank_passages
+from engine.retain.documents import item_span
 from engine.retain.payloads import ChunkJob, UpsertDocument, UpsertResult
 from engine.text import term_frequencies
 
@@ -23,8 +24,8 @@ _LOCK = "SELECT pg_advisory_xact_lock(hashtextextended($1 || E'\\x1f' || $2, 0))
 
 _DOCUMENT = """
 INSERT INTO documents (bank_id, document_id, content, content_hash, context, metadata, tags,
-                       mentioned_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+                       mentioned_at, items)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $10::jsonb)
 ON CONFLICT (bank_id, document_id) DO UPDATE
 SET content = CASE WHEN $9 THEN documents.content || E'\\n\\n' || EXCLUDED.content
                    -- the same text again: keep the stored one, which erasure may have blanked
@@ -35,6 +36,7 @@ SET content = CASE WHEN $9 THEN documents.content || E'\\n\\n' || EXCLUDED.conte
     tags = CASE WHEN $9 THEN ARRAY(SELECT DISTINCT unnest(documents.tags || EXCLUDED.tags))
                 ELSE EXCLUDED.tags END,
     mentioned_at = greatest(documents.mentioned_at, EXCLUDED.mentioned_at),
+    items = CASE WHEN $9 THEN documents.items || EXCLUDED.items ELSE EXCLUDED.items END,
     updated_at = now()
 """
 
@@ -321,6 +323,7 @@ async def _document_rows(
         tags,
         max(stamps) if stamps else None,
         job.update_mode == "append",
+        [item_span(item) for item in job.items],
     )
     if not plan.dropped_chunk_ids:
         return 0, []

@@ -88,6 +88,16 @@ async def get_document(conn: Connection, bank_id: str, document_id: str) -> Docu
     return _document(row)
 
 
+async def document_spans(conn: Connection, bank_id: str, document_id: str) -> list[Any]:
+    """The items the document was retained as, without their text (documents.items)."""
+    spans: list[Any] = await conn.fetchval(
+        "SELECT items FROM documents WHERE bank_id = $1 AND document_id = $2",
+        bank_id,
+        document_id,
+    )
+    return spans or []
+
+
 async def list_chunks(
     conn: Connection, bank_id: str, document_id: str, limit: int, offset: int
 ) -> tuple[list[ChunkRow], int]:

@@ -8,8 +8,9 @@ deleted, the document retagged or deleted, a consolidation that built observatio
 facts. Reprocess stages the stored document as a retain operation of kind
 `reprocess` and runs it through the one document pipeline (RetainWorkflow →
 workflows/pipeline.py) with the bank's current options: every chunk is extracted again and
-the old facts replaced. The stored document is one text, so a document retained as several
-items is reprocessed as one (their entity hints are not kept).
+the old facts replaced. A document retained as several items is reprocessed as those items,
+each with its own timestamp, context, tags, metadata and entity hints (documents.items);
+one stored before migration 0019 (or whose text an erasure reshaped) as one item.
 """
 
 from __future__ import annotations
@@ -23,12 +24,12 @@ from starlette.responses import Response
 from starlette.routing import Route
 from temporalio.common import WorkflowIDReusePolicy
 
-from engine.retain.documents import stage_documents
+from engine.retain.documents import stage_documents, stored_items
 from engine.retain.options import retain_options
 from engine.retain.payloads import DocumentInput, RetainItem, RetainRequest
 from engine.store.banks import get_bank
 from engine.store.document_history import KIND_OF_MODE, DocumentVersion, document_history
-from engine.store.documents import get_document
+from engine.store.documents import document_spans, get_document
 from engine.store.operations import register_operation
 from server.http import int_param, iso, json_response, path_param, services_of
 from server.lifecycle_responses import DocumentHistoryResponse, ReprocessDocumentResponse
@@ -97,26 +98,30 @@ async def reprocess_route(request: Request) -> Response:
         bank = await get_bank(conn, bank_id)
         options = retain_options(bank, services.settings)
         document = await get_document(conn, bank_id, document_id)
-        item = RetainItem(
-            content=document.content,
-            timestamp=document.mentioned_at,
-            context=document.context,
-            metadata={str(k): str(v) for k, v in document.metadata.items()},
-            tags=list(document.tags),
-        )
+        items = stored_items(document.content, await document_spans(conn, bank_id, document_id))
+        if items is None:
+            items = [
+                RetainItem(
+                    content=document.content,
+                    timestamp=document.mentioned_at,
+                    context=document.context,
+                    metadata={str(k): str(v) for k, v in document.metadata.items()},
+                    tags=list(document.tags),
+                )
+            ]
         await register_operation(
             conn, operation_id, bank_id, "reprocess", workflow_id, f"reprocess:{document_id}"
         )
-        staged = DocumentInput(document_id, [item], update_mode="reprocess")
+        staged = DocumentInput(document_id, items, update_mode="reprocess")
         await stage_documents(conn, operation_id, bank_id, [staged])
     await services.temporal.start_workflow(
         RetainWorkflow.run,
-        RetainRequest(bank_id, operation_id, 1, 1, options),
+        RetainRequest(bank_id, operation_id, 1, len(items), options),
         id=workflow_id,
         task_queue=services.settings.task_queue,
         id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
     )
-    return json_response({"success": True, "operation_id": operation_id, "items_count": 1})
+    return json_response({"success": True, "operation_id": operation_id, "items_count": len(items)})
 
 
 def routes() -> list[Route]:

@@ -199,17 +199,18 @@ async def test_document_history_lists_each_write_and_reprocess_extracts_with_tod
     # Today's config: no extraction, each chunk is one fact.
     assert (await api.put(bank, json={"extraction_mode": "none"})).status_code == 200
     queued = check(doc, await api.post(f"{bank}/documents/notes/reprocess"))
-    assert queued["success"] and queued["items_count"] == 1
+    assert queued["success"] and queued["items_count"] == 2  # the retain's and the append's
     done = await finished(api, bank_id, queued["operation_id"])
     assert done["status"] == "completed" and done["task_type"] == "reprocess", done
     facts = (await api.get(f"{bank}/memories/list", params={"document_id": "notes"})).json()
-    assert [f["text"] for f in facts["items"]] == [
-        "Ines moved to Lisbon in March 2024. She adopted a cat named Miso.\n\nMiso likes tuna."
+    assert sorted(f["text"] for f in facts["items"]) == [
+        "Ines moved to Lisbon in March 2024. She adopted a cat named Miso.",
+        "Miso likes tuna.",
     ]
     history = check(doc, await api.get(f"{bank}/documents/notes/history"))
     assert history["total"] == 3
     kinds = [(e["kind"], e["facts_added"], e["facts_removed"]) for e in history["items"]]
-    assert kinds[0] == ("reprocess", 1, 3) and kinds[2] == ("retain", 2, 0)
+    assert kinds[0] == ("reprocess", 2, 3) and kinds[2] == ("retain", 2, 0)
     assert kinds[1][0] == "append"
     assert history["items"][0]["operation_id"] == queued["operation_id"]
     assert history["items"][0]["content_hash"] != history["items"][2]["content_hash"]
@@ -217,3 +218,26 @@ async def test_document_history_lists_each_write_and_reprocess_extracts_with_tod
     assert page["total"] == 3 and len(page["items"]) == 1
     assert (await api.get(f"{bank}/documents/nope/history")).status_code == 404
     assert (await api.post(f"{bank}/documents/nope/reprocess")).status_code == 404
+
+
+async def test_reprocess_keeps_each_items_timestamp(api: httpx.AsyncClient, bank_id: str) -> None:
+    bank = f"{BASE}/{bank_id}"
+    assert (await api.put(bank, json={"extraction_mode": "none"})).status_code == 200
+    items = [
+        {"content": "Ines moved to Lisbon.", "document_id": "log", "timestamp": "2021-03-01"},
+        {"content": "Ines moved to Porto.", "document_id": "log", "timestamp": "2023-09-15"},
+    ]
+    assert (await api.post(f"{bank}/memories", json={"items": items})).status_code == 200
+
+    async def stamps() -> dict[str, str]:
+        listed = await api.get(f"{bank}/memories/list", params={"document_id": "log"})
+        return {f["text"]: f["mentioned_at"][:10] for f in listed.json()["items"]}
+
+    before = await stamps()
+    assert before == {"Ines moved to Lisbon.": "2021-03-01", "Ines moved to Porto.": "2023-09-15"}
+    queued = (await api.post(f"{bank}/documents/log/reprocess")).json()
+    assert queued["items_count"] == 2
+    assert (await finished(api, bank_id, queued["operation_id"]))["status"] == "completed"
+    assert await stamps() == before
+    document = (await api.get(f"{bank}/documents/log")).json()
+    assert document["original_text"] == "Ines moved to Lisbon.\n\nInes moved to Porto."
