@@ -53,7 +53,11 @@ class ReflectActivities:
         async with self._pool.acquire() as conn:
             bank = await get_bank(conn, request.bank_id)
             stored = await standing_directives(
-                conn, request.bank_id, request.tags, request.tags_match
+                conn,
+                request.bank_id,
+                request.tags,
+                request.tags_match,
+                apply_all=request.apply_all_directives,
             )
         return ReflectContext(
             mission=bank.mission,

@@ -111,7 +111,12 @@ class ReflectWorkflow:
         context: ReflectContext = await workflow.execute_activity_method(
             ReflectActivities.load_reflect_context,
             # Extra fields of the activity's input: replay does not compare them.
-            ContextRequest(request.bank_id, list(request.tags), _scope(request).tags_match),
+            ContextRequest(
+                request.bank_id,
+                list(request.tags),
+                _scope(request).tags_match,
+                request.apply_all_directives,
+            ),
             start_to_close_timeout=policies.DATABASE.start_to_close,
             retry_policy=policies.REFLECT_TOOL.retry,
             heartbeat_timeout=policies.DATABASE.heartbeat,

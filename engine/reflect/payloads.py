@@ -36,6 +36,7 @@ class ReflectInput:
     wall_clock_limit_s: float = 300.0  # workflow time; past it the answer is synthesised
     context_limit_tokens: int = 24_000  # estimated prompt size that forces synthesis
     observations_max_tokens: int = 2048  # what one search_observations call may return
+    apply_all_directives: bool = False  # every active directive, whatever its tags
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ class ContextRequest:
     # The question's tag scope: tagged directives apply only when it matches their tags.
     tags: list[str] = field(default_factory=list)
     tags_match: TagsMatch = "any"
+    apply_all_directives: bool = False  # ignore the tag scope: every active directive
 
 
 @dataclass(frozen=True)

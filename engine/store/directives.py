@@ -151,17 +151,24 @@ async def delete_directive(conn: Connection, bank_id: str, directive_id: str) ->
 
 
 async def standing_directives(
-    conn: Connection, bank_id: str, tags: Sequence[str] = (), tags_match: TagsMatch = "any"
+    conn: Connection,
+    bank_id: str,
+    tags: Sequence[str] = (),
+    tags_match: TagsMatch = "any",
+    *,
+    apply_all: bool = False,
 ) -> list[Directive]:
     """What reflect follows for a question, highest priority first: the active untagged
     directives always; a tagged one only when the question is scoped by tags that match its
-    tags (Hindsight's rule: a question without tags loads only the global directives)."""
+    tags (Hindsight's rule: a question without tags loads only the global directives), or
+    always with `apply_all` (Hindsight's apply_all_directives)."""
     scoped = tags_clause("tags", "$2::text[]", tags_match)
     rows = await conn.fetch(
         f"SELECT {_COLUMNS} FROM directives WHERE bank_id = $1 AND is_active"
-        f" AND (tags = '{{}}' OR (cardinality($2::text[]) > 0 AND {scoped}))"
+        f" AND ($3 OR tags = '{{}}' OR (cardinality($2::text[]) > 0 AND {scoped}))"
         " ORDER BY priority DESC, created_at, id",
         bank_id,
         list(tags),
+        apply_all,
     )
     return [_directive(r) for r in rows]

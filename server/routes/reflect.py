@@ -127,6 +127,7 @@ def to_reflect_input(bank_id: str, body: ReflectIn, now: datetime) -> ReflectInp
         include_trace=tool_calls is not None,
         include_tool_outputs=tool_calls is None or tool_calls.output is not False,
         observations_max_tokens=body.reflect_search_observations_max_tokens or 2048,
+        apply_all_directives=bool(body.apply_all_directives),
     )
 
 

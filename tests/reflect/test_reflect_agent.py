@@ -303,13 +303,15 @@ async def test_a_tagged_directive_applies_only_to_questions_scoped_by_its_tags(
         {"tags": ["work"]},
         {"tags": ["home"]},
         {"tags": ["work"], "tags_match": "exact"},
+        {"tags": ["home"], "apply_all_directives": True},
     ):
         before = len(fake.requests)
         fake.push(Reply("Nothing is known."))
         await reflect(api, bank_id, query="What is the plan?", **scope)
         [request] = fake.requests[before:]
         prompts.append(system_prompt_of(request))
-    unscoped, work, home, exact = prompts
+    unscoped, work, home, exact, everything = prompts
     assert all("Answer in one sentence." in p for p in prompts)
     assert "Quote the project code." in work and "Quote the project code." in exact
     assert "Quote the project code." not in unscoped and "Quote the project code." not in home
+    assert "Quote the project code." in everything  # every active directive, tags aside
