@@ -4,6 +4,8 @@ It plans the refresh as the workflow does (engine/mental_models/refresh.py, forc
 question through a `ReflectWorkflow` run — the same reflect a refresh runs, with the model's
 scope — and composes the candidate content, then reports it against the stored content
 instead of storing it. Engram refreshes in full mode only, so the preview is the candidate.
+The reflect runs keep their trace: `facts.retrieved` counts what their tool calls returned
+and `trace.tool_calls` lists the calls with their outputs.
 """
 
 from __future__ import annotations
@@ -23,9 +25,57 @@ from engine.mental_models.payloads import Answer, PlanRequest
 from engine.mental_models.refresh import compose, plan_refresh
 from engine.mental_models.store import get_model
 from engine.reflect.payloads import ReflectInput, ReflectOutput
+from engine.reflect.search import evidence_for_model
 from server.services import Services
 from workflows.errors import error_message
 from workflows.reflect import ReflectWorkflow, reflect_workflow_id
+
+
+def _retrieval(answers: list[Answer]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The tool calls the refresh's reflect runs made, in Hindsight's trace shape, and its LLM
+    calls. A run without a model gathers its evidence in one search, reported as the call
+    `gather_evidence` (its duration is not measured)."""
+    calls: list[dict[str, Any]] = []
+    llm_calls: list[dict[str, Any]] = []
+    for answer in answers:
+        trace = answer.output.trace or {}
+        llm_calls += trace.get("llm_calls", [])
+        for call in trace.get("tool_calls", []):
+            output = call.get("output") or {}
+            results = output.get("results") if isinstance(output, dict) else None
+            calls.append(
+                {
+                    **call,
+                    "reason": None,
+                    "result_count": len(results) if isinstance(results, list) else None,
+                }
+            )
+        if not answer.output.llm_configured:
+            shown = evidence_for_model(answer.output.based_on)
+            calls.append(
+                {
+                    "tool": "gather_evidence",
+                    "reason": "no LLM is configured: one search stands for the agent's tools",
+                    "input": {"query": answer.question},
+                    "output": {"results": shown},
+                    "result_count": len(shown),
+                    "duration_ms": 0,
+                    "iteration": 1,
+                }
+            )
+    return calls, llm_calls
+
+
+def _retrieved(calls: list[dict[str, Any]]) -> dict[str, int]:
+    """Distinct items the tool calls returned, by type."""
+    kinds: dict[str, str] = {}
+    for call in calls:
+        output = call.get("output")
+        results = output.get("results") if isinstance(output, dict) else None
+        for item in results if isinstance(results, list) else []:
+            if isinstance(item, dict) and "id" in item:
+                kinds[str(item["id"])] = str(item.get("type", "unknown"))
+    return dict(Counter(kinds.values()))
 
 
 def _outcome(current: str, candidate: str) -> str:
@@ -62,6 +112,7 @@ async def dry_run_refresh(services: Services, bank_id: str, model_id: str) -> di
                 fact_types=plan.fact_types,
                 exclude_mental_models=plan.exclude_mental_models,
                 exclude_mental_model_ids=excluded,
+                include_trace=True,
             ),
             id=reflect_workflow_id(bank_id, run_id),
             task_queue=services.settings.task_queue,
@@ -87,6 +138,7 @@ async def dry_run_refresh(services: Services, bank_id: str, model_id: str) -> di
         item = {k: v.isoformat() if isinstance(v, datetime) else v for k, v in asdict(e).items()}
         based_on.setdefault(e.kind, []).append(item)
     used = dict(Counter(e.kind for e in evidence))
+    tool_calls, llm_calls = _retrieval(answers)
     tokens_in = sum(a.output.usage.input_tokens for a in answers)
     tokens_out = sum(a.output.usage.output_tokens for a in answers)
     usage = {
@@ -125,8 +177,7 @@ async def dry_run_refresh(services: Services, bank_id: str, model_id: str) -> di
             if model.last_memory_seen_at
             else None,
         },
-        # What the reflect tools returned is not kept by reflect; what it used is.
-        "facts": {"retrieved": None, "used": used},
+        "facts": {"retrieved": _retrieved(tool_calls), "used": used},
         "based_on": based_on,
         "current_content": model.content,
         "candidate_content": candidate,
@@ -139,8 +190,8 @@ async def dry_run_refresh(services: Services, bank_id: str, model_id: str) -> di
             "effective_mode": "full",
             "mode_fallback_reason": None,
             "outcome": outcome,
-            "tool_calls": [],
-            "llm_calls": [],
+            "tool_calls": tool_calls,
+            "llm_calls": llm_calls,
             "usage": usage,
             "duration_ms": duration,
             "warnings": warnings,

@@ -57,3 +57,24 @@ async def test_a_refresh_through_the_real_reflect_stores_its_evidence(
     )
     assert {m["id"] for m in facts.json()["items"]} & {e["id"] for e in model["based_on"]}
     assert [v["version"] for v in await history(api, bank_id, "stack")] == [1]
+
+
+async def test_a_dry_run_reports_what_its_retrieval_returned(
+    api: httpx.AsyncClient, bank_id: str
+) -> None:
+    await retain(api, bank_id, "trip", "Ines flew to Lisbon for the conference in May 2024.")
+    created = await create_model(
+        api, bank_id, id="travel", name="Travel", source_query="Where did Ines travel?"
+    )
+    await wait_operation(api, bank_id, created["operation_id"])
+    url = f"/v1/default/banks/{bank_id}/mental-models/travel/dry-run-refresh"
+    preview = await api.post(url)
+    assert preview.status_code == 200, preview.text
+    body = preview.json()
+    facts = (await api.get(f"/v1/default/banks/{bank_id}/memories/list")).json()["items"]
+    [call] = body["trace"]["tool_calls"]  # no LLM here: the one search reflect makes
+    returned = {r["id"] for r in call["output"]["results"]}
+    assert {f["id"] for f in facts if "Lisbon" in f["text"]} <= returned
+    assert call["result_count"] == len(returned) and call["input"]["query"]
+    assert sum(body["facts"]["retrieved"].values()) == len(returned)
+    assert body["facts"]["retrieved"].keys() >= body["facts"]["used"].keys()
