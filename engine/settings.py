@@ -58,6 +58,11 @@ LOOPBACK_HOSTS = ("127.0.0.1", "::1", "localhost")
 # Request bodies above this are refused with 413 before they are read. Imports are the
 # largest bodies (a whole chat export as JSON); per-field limits live in engine/limits.py.
 DEFAULT_MAX_BODY_BYTES = 64 * 2**20
+# Transfer archives uploaded for import (POST .../transfer/import, .../document-transfer)
+# have their own limit: a real bank's archive (vectors included) outgrows the body limit.
+# Starlette spools the upload to a temporary file past 1 MiB and it is copied into
+# PostgreSQL in 1 MiB chunks, so the size costs disk, not memory.
+DEFAULT_MAX_ARCHIVE_BYTES = 16 * 2**30
 
 
 def _list(env: Mapping[str, str], name: str) -> tuple[str, ...]:
@@ -74,6 +79,7 @@ class SecuritySettings:
 
     auth: str = ""
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    max_archive_bytes: int = DEFAULT_MAX_ARCHIVE_BYTES
     # Requests a minute per key, unless the key has its own (`engram keys create --rate-limit`).
     rate_limit_per_minute: int = 600
     cors_origins: tuple[str, ...] = ()
@@ -91,6 +97,7 @@ class SecuritySettings:
         settings = cls(
             auth=auth,
             max_body_bytes=_int(env, "ENGRAM_MAX_BODY_BYTES", DEFAULT_MAX_BODY_BYTES),
+            max_archive_bytes=_int(env, "ENGRAM_MAX_ARCHIVE_BYTES", DEFAULT_MAX_ARCHIVE_BYTES),
             rate_limit_per_minute=_int(env, "ENGRAM_RATE_LIMIT_PER_MINUTE", 600),
             cors_origins=_list(env, "ENGRAM_CORS_ORIGINS"),
             allowed_hosts=_list(env, "ENGRAM_ALLOWED_HOSTS"),
@@ -100,6 +107,7 @@ class SecuritySettings:
         )
         for name, value in (
             ("ENGRAM_MAX_BODY_BYTES", settings.max_body_bytes),
+            ("ENGRAM_MAX_ARCHIVE_BYTES", settings.max_archive_bytes),
             ("ENGRAM_RATE_LIMIT_PER_MINUTE", settings.rate_limit_per_minute),
             ("ENGRAM_AUDIT_RETENTION_DAYS", settings.audit_retention_days),
         ):

@@ -60,6 +60,7 @@ ADMIN_ROUTES = {
 }
 # Multipart uploads: files to retain, transfer archives to import.
 UPLOAD_ROUTES = ("/files/retain", "/transfer/import", "/document-transfer")
+ARCHIVE_ROUTES = ("/transfer/import", "/document-transfer")
 # A stored file names no bank in its path: the middleware scopes it by the file's bank.
 FILE_DOWNLOAD = "/v1/default/files/download/{key}"
 # In the default mode keys are required once one exists; how long a count is trusted.
@@ -138,6 +139,14 @@ def _upload(method: str, path: str, content_type: str) -> bool:
     routes take it."""
     media = content_type.split(";", 1)[0].strip().lower()
     return method == "POST" and path.endswith(UPLOAD_ROUTES) and media == "multipart/form-data"
+
+
+def body_limit(method: str, path: str, settings: Settings) -> tuple[int, str]:
+    """The most bytes a request's body may hold, and the setting that says so: archives
+    uploaded for import have their own limit."""
+    if method == "POST" and path.endswith(ARCHIVE_ROUTES):
+        return settings.security.max_archive_bytes, "ENGRAM_MAX_ARCHIVE_BYTES"
+    return settings.security.max_body_bytes, "ENGRAM_MAX_BODY_BYTES"
 
 
 def _outcome(status: int) -> str:
@@ -244,7 +253,7 @@ class SecurityMiddleware:
         principal: Principal,
         started: datetime,
     ) -> None:
-        limit = services.settings.security.max_body_bytes
+        limit, setting = body_limit(scope["method"], scope["path"], services.settings)
         received = 0
         status = 500
         started_response = False
@@ -274,7 +283,7 @@ class SecurityMiddleware:
             if started_response:
                 raise
             status = 413
-            await _too_large(limit)(scope, receive, send)
+            await _too_large(limit, setting)(scope, receive, send)
         finally:
             await self._finish(services, scope, need, principal, started, status, bytes(peek))
 
@@ -366,8 +375,9 @@ def _body_refusal(
     has_body = headers.get("transfer-encoding") is not None or (length not in (None, "0"))
     if not has_body:
         return None
-    if length is not None and length.isdigit() and int(length) > settings.security.max_body_bytes:
-        return _too_large(settings.security.max_body_bytes)
+    limit, setting = body_limit(method, path, settings)
+    if length is not None and length.isdigit() and int(length) > limit:
+        return _too_large(limit, setting)
     content_type = headers.get("content-type", "")
     if not _json_media(content_type) and not _upload(method, path, content_type):
         return error_body(
@@ -378,10 +388,8 @@ def _body_refusal(
     return None
 
 
-def _too_large(limit: int) -> JSONResponse:
-    return error_body(
-        413, f"request body exceeds the limit of {limit} bytes (ENGRAM_MAX_BODY_BYTES)", "body"
-    )
+def _too_large(limit: int, setting: str) -> JSONResponse:
+    return error_body(413, f"request body exceeds the limit of {limit} bytes ({setting})", "body")
 
 
 def _host_allowed(host: str, allowed: tuple[str, ...]) -> bool:

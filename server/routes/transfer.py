@@ -140,6 +140,12 @@ def _conflict(request: Request, name: str) -> Literal["skip", "replace", "new-id
     return "replace" if rule == "replace" else "new-id" if rule == "new-id" else "skip"
 
 
+async def _existing_bank(services: Services, bank_id: str) -> None:
+    """404 unless the bank exists (checked before a body is read or a bank is made)."""
+    async with services.pool.acquire() as conn:
+        await get_bank(conn, bank_id)
+
+
 async def _start(
     services: Services,
     kind: Kind,
@@ -149,9 +155,12 @@ async def _start(
     archive_key: str | None = None,
     operation_id: str | None = None,
 ) -> Response:
+    """Register the operation on `bank_id` (which must exist) and start its TransferWorkflow;
+    202 with the operation id."""
     operation_id = operation_id or str(uuid.uuid4())
     workflow_id = transfer_workflow_id(bank_id, operation_id)
     async with services.pool.acquire() as conn:
+        await get_bank(conn, bank_id)
         await register_operation(conn, operation_id, bank_id, kind, workflow_id, operation_id)
         target = await get_bank(conn, plan.bank_id) if plan is not None else None
     if target is not None:
@@ -183,26 +192,27 @@ async def _drop_bank(services: Services, bank_id: str) -> None:
         await conn.execute("DELETE FROM banks WHERE bank_id = $1", bank_id)
 
 
-async def export_bank_transfer(request: Request) -> Response:
-    bank_id = path_param(request, "bank_id")
-    services = services_of(request)
+def _bank_scope(request: Request, document_ids: list[str] | None = None) -> ExportScope:
+    """A whole bank's export (transfer export, clone) as the query asks for it."""
     include_data = bool_param(request, "include_data", True)
-    scope = ExportScope(
+    return ExportScope(
         include_data=include_data,
         include_bank_config=bool_param(request, "include_bank_config", True),
         include_history=bool_param(request, "include_history", False),
         include_observations=include_data,
         include_mental_models=include_data,
-        document_ids=_document_ids(request),
+        document_ids=document_ids,
     )
-    async with services.pool.acquire() as conn:
-        await get_bank(conn, bank_id)
-    return await _start(services, "transfer_export", bank_id, scope=scope)
+
+
+async def export_bank_transfer(request: Request) -> Response:
+    scope = _bank_scope(request, _document_ids(request))
+    return await _start(
+        services_of(request), "transfer_export", path_param(request, "bank_id"), scope
+    )
 
 
 async def export_documents(request: Request) -> Response:
-    bank_id = path_param(request, "bank_id")
-    services = services_of(request)
     scope = ExportScope(
         include_data=True,
         include_bank_config=False,
@@ -210,9 +220,9 @@ async def export_documents(request: Request) -> Response:
         include_mental_models=bool_param(request, "include_knowledge_base", False),
         document_ids=_document_ids(request),
     )
-    async with services.pool.acquire() as conn:
-        await get_bank(conn, bank_id)
-    return await _start(services, "document_export", bank_id, scope=scope)
+    return await _start(
+        services_of(request), "document_export", path_param(request, "bank_id"), scope
+    )
 
 
 async def clone_bank(request: Request) -> Response:
@@ -223,16 +233,8 @@ async def clone_bank(request: Request) -> Response:
         raise InvalidInput("target_bank_id", "is required")
     if target == bank_id:
         raise InvalidInput("target_bank_id", "must differ from the bank cloned")
-    include_data = bool_param(request, "include_data", True)
-    scope = ExportScope(
-        include_data=include_data,
-        include_bank_config=bool_param(request, "include_bank_config", True),
-        include_history=bool_param(request, "include_history", False),
-        include_observations=include_data,
-        include_mental_models=include_data,
-    )
-    async with services.pool.acquire() as conn:
-        await get_bank(conn, bank_id)
+    scope = _bank_scope(request)
+    await _existing_bank(services, bank_id)
     await _new_bank(request, services, target)
     operation_id = str(uuid.uuid4())
     plan = ImportPlan(operation_id, target, "restore", "skip", True, True, True)
@@ -243,7 +245,8 @@ async def clone_bank(request: Request) -> Response:
 
 async def _upload(request: Request, services: Services, bank_id: str, key: str) -> str:
     """The uploaded archive, checked (a ZIP with a manifest this Engram can read) and stored
-    under `key`; the archive's source bank."""
+    under `key`; the archive's source bank. Starlette has spooled the upload to a temporary
+    file past 1 MiB; it is copied into the store in 1 MiB chunks."""
     async with request.form(max_files=1, max_fields=1) as form:
         upload = form.get("file")
         if not isinstance(upload, UploadFile):
@@ -322,8 +325,7 @@ async def _refuse_existing(services: Services, bank_id: str) -> None:
 async def import_documents(request: Request) -> Response:
     bank_id = path_param(request, "bank_id")
     services = services_of(request)
-    async with services.pool.acquire() as conn:
-        await get_bank(conn, bank_id)
+    await _existing_bank(services, bank_id)
     operation_id = str(uuid.uuid4())
     key = f"import-{operation_id}.zip"
     await _upload(request, services, bank_id, key)
