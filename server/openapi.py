@@ -16,6 +16,8 @@ from pydantic import BaseModel
 from pydantic.json_schema import JsonSchemaMode, models_json_schema
 from starlette.routing import BaseRoute, Mount, Route
 
+from server.security import BODY_METHODS, PUBLIC_PATHS, READING_POSTS
+
 Endpoint = Callable[..., Any]
 SCHEMA_REF = "#/components/schemas/{model}"
 ERROR_STATUSES = {
@@ -24,6 +26,21 @@ ERROR_STATUSES = {
     "409": "The resource's state does not allow this now (e.g. an operation still running)",
     "422": "The body does not match the schema; `errors` lists each field",
 }
+# Answered by the middleware in front of every route but the public probes
+# (server/security.py, server/middleware.py).
+GUARDED_STATUSES = {
+    "401": "No API key, or an invalid one, where keys are required (ENGRAM_AUTH)",
+    "403": "The key's scope or bank does not allow this",
+    "429": "The key's rate limit is exceeded; Retry-After says when to try again",
+    "503": "The server is busy or a dependency is unavailable; Retry-After says when to retry",
+}
+# Routes that take a body.
+BODY_STATUSES = {
+    "413": "The body exceeds ENGRAM_MAX_BODY_BYTES (archive imports: ENGRAM_MAX_ARCHIVE_BYTES)",
+    "415": "The content-type is not application/json (or multipart for uploads)",
+}
+# Routes that write: nothing of the request is kept.
+WRITE_STATUSES = {"507": "The database is out of disk; nothing of this request was kept"}
 
 
 class ErrorResponse(BaseModel):
@@ -183,7 +200,20 @@ def _operation(
         status: {"description": "Success", "content": {media: {"schema": answer}}},
         **{
             code: {"description": text, "content": {"application/json": {"schema": error_ref}}}
-            for code, text in ERROR_STATUSES.items()
+            for code, text in error_statuses(method, path).items()
+            if code != status
         },
     }
     return op
+
+
+def error_statuses(method: str, path: str) -> dict[str, str]:
+    """Every error a route can answer, with what it means."""
+    if path in PUBLIC_PATHS:
+        return dict(ERROR_STATUSES)
+    statuses = {**ERROR_STATUSES, **GUARDED_STATUSES}
+    if method in BODY_METHODS:
+        statuses |= BODY_STATUSES
+        if not path.endswith(READING_POSTS):
+            statuses |= WRITE_STATUSES
+    return dict(sorted(statuses.items()))

@@ -26,6 +26,33 @@ async def test_document_is_valid_and_lists_every_route(api: httpx.AsyncClient) -
     assert script.status_code == 200 and "openapi.json" in script.text
 
 
+async def test_every_route_documents_the_errors_its_middleware_can_answer(
+    api: httpx.AsyncClient,
+) -> None:
+    doc = (await api.get("/openapi.json")).json()
+    error = "#/components/schemas/ErrorResponse"
+    walked = 0
+    for path, methods in doc["paths"].items():
+        if not path.startswith("/v1/"):
+            continue
+        for method, operation in methods.items():
+            expected = {"400", "401", "403", "404", "409", "422", "429", "503"}
+            if method in ("post", "put", "patch", "delete"):
+                expected |= {"413", "415"}
+                reading = path.endswith(("/recall", "/reflect", "/dry-run-refresh", "-extract"))
+                expected |= set() if reading else {"507"}
+            success = {s for s in operation["responses"] if s.startswith(("2", "410"))}
+            missing = expected - set(operation["responses"]) - success
+            assert not missing, (method, path, missing)
+            for status in expected - success:
+                schema = operation["responses"][status]["content"]["application/json"]["schema"]
+                assert schema == {"$ref": error}, (method, path, status)
+            walked += 1
+    assert walked > 100
+    recall = doc["paths"]["/v1/default/banks/{bank_id}/memories/recall"]["post"]
+    assert "507" not in recall["responses"]  # a read answers no disk-full
+
+
 async def test_main_routes_answer_as_documented(api: httpx.AsyncClient, bank_id: str) -> None:
     doc = (await api.get("/openapi.json")).json()
     bank = f"{BASE}/{bank_id}"

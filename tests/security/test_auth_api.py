@@ -17,6 +17,7 @@ from hindsight_client_api.api.audit_api import AuditApi
 from hindsight_client_api.api_client import ApiClient
 from hindsight_client_api.configuration import Configuration
 from starlette.applications import Starlette
+from support.openapi import check
 from support.serve import serve
 from temporalio.worker import Worker
 
@@ -78,6 +79,9 @@ async def test_no_key_is_401_and_health_stays_public(api: httpx.AsyncClient) -> 
     response = await api.get(f"{BASE}")
     assert response.status_code == 401
     assert response.headers["www-authenticate"] == "Bearer"
+    public = await api.get("/openapi.json")
+    if public.status_code == 200:
+        check(public.json(), response)
     assert "API key" in response.json()["detail"]
     bad = await api.get(f"{BASE}", headers=_auth("engram_0123456789ab_not-the-secret"))
     assert bad.status_code == 401
@@ -99,6 +103,7 @@ async def test_read_key_cannot_write_and_other_bank_is_not_found(
         f"{BASE}/{seeded}/memories", json={"items": [{"content": "x"}]}, headers=_auth(reader)
     )
     assert write.status_code == 403 and "read" in write.json()["detail"]
+    check((await api.get("/openapi.json", headers=_auth(reader))).json(), write)
 
     other = await _key(pool, "someone-else", "admin")
     hidden = await api.get(f"{BASE}/{seeded}/profile", headers=_auth(other))
@@ -297,3 +302,7 @@ async def test_content_type_body_size_and_rate_limits(
     assert "5 requests a minute" in limited.json()["detail"]
     other = await _key(pool, seeded, "read")  # limits are per key
     assert (await api.get(f"{BASE}/{seeded}/profile", headers=_auth(other))).status_code == 200
+    # Every refusal seen here is documented for its route, with the error body's schema.
+    doc = (await api.get("/openapi.json", headers=_auth(other))).json()
+    for refused in (text, big, streamed, limited):
+        check(doc, refused)
