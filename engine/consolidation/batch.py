@@ -25,8 +25,8 @@ from engine.db import Connection
 from engine.errors import NotFound
 from engine.store.banks import Bank, get_bank
 from engine.store.document_history import record_consolidation
+from engine.store.locks import consolidation_lock
 
-_LOCK = "SELECT pg_advisory_xact_lock(hashtextextended('consolidate' || E'\\x1f' || $1, 0))"
 _STATE = """
 INSERT INTO consolidation_state AS s (bank_id, last_consolidated_at, facts_consolidated,
                                       last_operation_id)
@@ -150,7 +150,7 @@ async def consolidate_local_batch(
     seq: int = -1,
 ) -> BatchResult:
     async with conn.transaction():
-        await conn.execute(_LOCK, bank_id)
+        await consolidation_lock(conn, bank_id)
         done = await recorded_batch(conn, bank_id, operation_id, seq)
         if done is not None:
             return done
@@ -191,7 +191,7 @@ async def apply_llm_batch(
     tally = Tally()
     rejections: list[str] = []
     async with conn.transaction():
-        await conn.execute(_LOCK, bank_id)
+        await consolidation_lock(conn, bank_id)
         done = await recorded_batch(conn, bank_id, operation_id, seq)
         if done is not None:
             return done

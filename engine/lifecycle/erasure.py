@@ -38,6 +38,7 @@ from engine.lifecycle.tombstones import text_hash
 from engine.retain.upsert import DELETE_ORPHAN_ENTITIES
 from engine.store.document_files import drop_originals
 from engine.store.document_history import record_event
+from engine.store.locks import consolidation_lock
 
 
 @dataclass(frozen=True)
@@ -169,6 +170,8 @@ async def forget(
     would go. Runs in its own transaction."""
     where = where.validated()
     async with conn.transaction():
+        if not dry_run:
+            await consolidation_lock(conn, bank_id)
         return await _forget(conn, bank_id, where, dry_run)
 
 

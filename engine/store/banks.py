@@ -11,6 +11,7 @@ import asyncpg
 from engine.db import Connection
 from engine.errors import InvalidInput, NotFound
 from engine.lifecycle.policy import DEFAULT_PRESET, LifecyclePolicy, resolve_policy
+from engine.store.locks import consolidation_lock
 
 EXTRACTION_MODES = ("llm", "local", "none")
 MIN_CHUNK_SIZE = 200
@@ -206,6 +207,7 @@ _STAGING = (
 
 async def delete_bank(conn: Connection, bank_id: str) -> None:
     async with conn.transaction():
+        await consolidation_lock(conn, bank_id)
         deleted = await conn.fetchval("DELETE FROM banks WHERE bank_id = $1 RETURNING 1", bank_id)
         if deleted is None:
             raise NotFound("bank", bank_id)

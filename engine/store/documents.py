@@ -12,6 +12,7 @@ from engine.db import Connection
 from engine.errors import NotFound
 from engine.retain.upsert import DELETE_ORPHAN_ENTITIES
 from engine.store.document_history import record_event
+from engine.store.locks import consolidation_lock
 
 
 @dataclass(frozen=True)
@@ -140,6 +141,7 @@ async def delete_document(conn: Connection, bank_id: str, document_id: str) -> i
             bank_id,
             document_id,
         )
+        await consolidation_lock(conn, bank_id)
         entity_ids = [
             r["entity_id"]
             for r in await conn.fetch(
