@@ -55,7 +55,14 @@ def add_commands(commands: Any, banked: argparse.ArgumentParser) -> None:
     edit.add_argument("--occurred-end", help="ISO-8601; '' clears it")
     edit.add_argument("--tag", action="append", help="replace the tags (repeatable)")
     edit.add_argument(
-        "--entity", action="append", help="replace the entities (repeatable; matched by name)"
+        "--entity",
+        action="append",
+        help="replace the entities (repeatable; resolved as retain does)",
+    )
+    edit.add_argument(
+        "--literal-entities",
+        action="store_true",
+        help="take --entity names literally (resolve_entities false)",
     )
     edit.add_argument("--state", choices=("valid", "invalidated"))
     edit.add_argument("--reason", help="why, kept in the history")
@@ -109,6 +116,8 @@ def cmd_memories(client: EngramClient, args: argparse.Namespace, out: TextIO) ->
     changes = {k: v for k, v in changes.items() if v is not None}
     if not changes:
         raise UsageError("engram memories edit: give at least one change (--text, --state, ...)")
+    if args.literal_entities:
+        changes["resolve_entities"] = False
     memory = client.update_memory(bank(args), args.memory_id, changes)
     out.write(f"{memory['id']}  [{memory['state']}]  {memory['text']}\n")
     return 0

@@ -19,7 +19,7 @@ from pgvector import Vector
 
 from engine.db import Connection
 from engine.errors import InvalidInput, NotFound
-from engine.lifecycle.relink import replace_entities
+from engine.lifecycle.relink import names_for_text, replace_entities
 from engine.lifecycle.versions import record_version
 from engine.store.document_history import EventKind, record_event
 from engine.text import term_frequencies
@@ -47,6 +47,8 @@ class Correction:
     state: str | None = None
     reason: str = ""
     entities: list[str] | None = None  # replaces the fact's entities ([] detaches all)
+    # Resolve names as retain does (relink.py); a new text without `entities` is resolved too.
+    resolve_entities: bool = True
     # Dates: UNSET leaves them, None clears them.
     occurred_start: datetime | None = UNSET
     occurred_end: datetime | None = UNSET
@@ -70,7 +72,7 @@ class Correction:
 
 _CURRENT = """
 SELECT id::text AS id, text, context, fact_type, tags, state, occurred_start, occurred_end,
-       document_id
+       document_id, coalesce(mentioned_at, created_at) AS seen
 FROM memory_units WHERE bank_id = $1 AND id = $2 FOR UPDATE
 """
 
@@ -150,9 +152,14 @@ async def correct_memory(
             await _reindex(conn, bank_id, memory_id, text, reembedded)
         if text_changed or change.state is not None:
             await conn.execute(_RETRACT_DERIVED, bank_id, memory_id)
+        names = change.entities
+        if names is None and text_changed and change.resolve_entities:
+            names = await names_for_text(conn, memory_id, row["text"], text)
         entities: dict[str, list[str]] = {}
-        if change.entities is not None:
-            before, after = await replace_entities(conn, bank_id, memory_id, change.entities)
+        if names is not None:
+            before, after = await replace_entities(
+                conn, bank_id, memory_id, names, change.resolve_entities, row["seen"]
+            )
             if before != after:
                 entities = {"entity_ids": before}
         await record_version(

@@ -6,7 +6,8 @@ extractor scores the fact's text with deterministic cues:
     importance = clamp(0.4 + Σ raises − Σ lowers, 0.05, 1.0)
 
 raises: preference +0.25, decision/commitment/plan +0.25, identity (name, job, home, family,
-health) +0.2, a named entity +0.05 each (at most 2), a date +0.05, a number +0.05;
+health and who treats it, identity documents, a standing role: plays the cello, member of,
+speaks …) +0.2, a named entity +0.05 each (at most 2), a date +0.05, a number +0.05;
 lowers: greeting or thanks −0.3, filler/small talk −0.2, a question −0.2. English and Chinese
 cues. The weights are a starting point, chosen so small talk lands below the default archive
 threshold's reach within weeks (0.1 after ~130 days at 0.99/day from 0.27) while a stated
@@ -35,8 +36,11 @@ _DECISION = re.compile(
 _IDENTITY = re.compile(
     r"\b(my name|named|works? (?:at|for|as)|job|employer|joined|moved to|lives? in|"
     r"born|married|wife|husband|daughter|son|mother|father|sister|brother|birthday|"
-    r"diagnosed|address|phone|email)\b"
-    r"|名字|叫|工作|公司|住在|搬到|出生|结婚|妻子|丈夫|女儿|儿子|生日|换到",
+    r"diagnosed|address|phone|email|"
+    r"doctor|dentist|therapist|medication|allerg\w*|passport|visa|insurance|"
+    r"plays? (?:the|in)|member of|speaks|studies)\b"
+    r"|名字|叫|工作|公司|住在|搬到|出生|结婚|妻子|丈夫|女儿|儿子|生日|换到"
+    r"|医生|药|护照|签证|保险",
     re.IGNORECASE,
 )
 _GREETING = re.compile(

@@ -2,10 +2,25 @@
 
 Each batch takes the next `size` active or archived memories by id after `after_id` and, in
 one transaction:
-1. decays strength:  strength ← strength · rate^days, days since it was last decayed (else
-   since it was mentioned, else stored), and records `decayed_at = now` — a retried batch at
-   the same `now` decays by rate^0, so batches are idempotent;
-2. archives active facts whose strength fell below the threshold, and observations whose
+1. decays strength:  strength ← strength · rate^(days · f), days since it was last decayed
+   (else since it was mentioned, else stored), and records `decayed_at = now` — a retried
+   batch at the same `now` decays by rate^0, so batches are idempotent. With the policy's
+   `importance_scaled_decay` (the default) the clock runs at
+
+       f = (1 − importance) / (1 − 0.4)
+
+   (0.4 is the local extractor's neutral importance, engine/lifecycle/importance.py): a
+   neutral fact decays at `rate`, small talk (0.2) 1.33× as fast, a preference or an
+   identity fact (0.6–0.7) at 0.67–0.5×, a fact of importance 1 not at all — the
+   half-life grows with importance, as in Ebbinghaus-style memories where a stronger trace
+   fades slower. At 0.99/day and archive threshold 0.1: small talk (0.2) is archived after
+   ~52 days untouched, a neutral fact (0.45) after ~163, an identity fact (0.6) after ~267,
+   a decision (0.7) after ~387 (docs/benchmarks.md, bench/lifecycle.py). Without it f = 1;
+2. archives active facts whose strength fell below the threshold — except, with the
+   policy's `keep_current_values` (the default), a fact that states the current value of an
+   attribute (engine/lifecycle/detect.py's claims: employer, residence, a favourite, answer
+   style …): it is still active, so nothing superseded it, and archiving it would leave the
+   subject with no value at all; its strength still decays — and observations whose
    every supporting fact is now archived; an observation left with some active evidence is
    retracted and that evidence marked for consolidation (the workflow then asks for one),
    and mental models citing an archived or deleted fact are named for a refresh;
@@ -26,6 +41,8 @@ from typing import Any
 
 from engine.consolidation.store import retract_observation
 from engine.db import Connection
+from engine.lifecycle.detect import claim_of
+from engine.lifecycle.importance import BASE as NEUTRAL_IMPORTANCE
 from engine.lifecycle.payloads import BATCH_SIZE
 from engine.lifecycle.policy import LifecyclePolicy
 
@@ -39,17 +56,25 @@ FOR UPDATE
 _DECAY = """
 UPDATE memory_units SET
     strength = strength * power($3::float8, greatest(0, extract(epoch FROM
-        ($4::timestamptz - coalesce(decayed_at, mentioned_at, created_at))) / 86400.0)),
+        ($4::timestamptz - coalesce(decayed_at, mentioned_at, created_at))) / 86400.0)
+        * CASE WHEN $5 THEN greatest(0, 1 - importance) / (1 - $6::float8) ELSE 1 END),
     decayed_at = greatest(coalesce(decayed_at, $4), $4)
 WHERE bank_id = $1 AND id = ANY($2::uuid[]) AND state = 'active'
   AND coalesce(decayed_at, mentioned_at, created_at) < $4
+"""
+
+# Facts the archive step would take: those stating an attribute's current value are kept.
+_WEAK = """
+SELECT id, text FROM memory_units
+WHERE bank_id = $1 AND id = ANY($2::uuid[]) AND state = 'active' AND strength < $3
+  AND fact_type <> 'observation'
 """
 
 _ARCHIVE = """
 WITH archived AS (
     UPDATE memory_units SET state = 'archived', updated_at = now()
     WHERE bank_id = $1 AND id = ANY($2::uuid[]) AND state = 'active' AND strength < $3
-      AND fact_type <> 'observation'
+      AND fact_type <> 'observation' AND id <> ALL($4::uuid[])
     RETURNING id, strength
 ), recorded AS (
     INSERT INTO memory_versions (bank_id, memory_id, change, previous, reason)
@@ -194,8 +219,19 @@ async def run_batch(
         ids = [r["id"] for r in await conn.fetch(_BATCH, bank_id, after_id, size)]
         if not ids:
             return BatchCounts()
-        decayed = await conn.execute(_DECAY, bank_id, ids, policy.decay_rate, now)
-        archived_ids = list(await conn.fetchval(_ARCHIVE, bank_id, ids, policy.archive_threshold))
+        decayed = await conn.execute(
+            _DECAY,
+            bank_id,
+            ids,
+            policy.decay_rate,
+            now,
+            policy.importance_scaled_decay,
+            NEUTRAL_IMPORTANCE,
+        )
+        kept = await _current_values(conn, bank_id, ids, policy)
+        archived_ids = list(
+            await conn.fetchval(_ARCHIVE, bank_id, ids, policy.archive_threshold, kept)
+        )
         archived, retracted = len(archived_ids), 0
         if archived_ids:
             await conn.execute(_ARCHIVE_OBSERVATIONS, bank_id, ids)
@@ -233,6 +269,16 @@ async def run_batch(
             observations_retracted=retracted,
             models=tuple(models),
         )
+
+
+async def _current_values(
+    conn: Connection, bank_id: str, ids: list[Any], policy: LifecyclePolicy
+) -> list[Any]:
+    """Weak facts that state an attribute's current value (kept by `keep_current_values`)."""
+    if not policy.keep_current_values:
+        return []
+    rows = await conn.fetch(_WEAK, bank_id, ids, policy.archive_threshold)
+    return [r["id"] for r in rows if claim_of(r["text"]) is not None]
 
 
 async def _retract_partly_supported(conn: Connection, bank_id: str, archived: list[str]) -> int:

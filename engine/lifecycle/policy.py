@@ -2,12 +2,16 @@
 
 Presets (the reasoning is in docs/lifecycle.md):
 - assistant: a personal assistant's memory of daily conversations. Small talk should fade
-  within months, stated preferences and plans survive; decay 0.99/day (an untouched fact
-  keeps ~0.74 after 30 days, ~0.40 after 90), archive below 0.1.
+  within months, stated preferences and plans survive; decay 0.99/day for a fact of neutral
+  importance (an untouched one keeps ~0.74 after 30 days, ~0.40 after 90), archive below 0.1.
 - documentation: reference text that does not become less true by not being asked about;
   decay 0.999/day (~0.70 after a year), archive below 0.05, merge duplicates.
 - support: tickets and customer conversations, where last quarter's issue rarely matters;
   decay 0.98/day (~0.55 after 30 days), archive below 0.15.
+
+In every preset decay is scaled by importance (`importance_scaled_decay`) and the current
+value of an attribute is never archived by decay (`keep_current_values`); see
+engine/lifecycle/maintenance.py for the formula and docs/benchmarks.md for the measurement.
 
 Ranking weights are 0 in every preset: LoCoMo recall@10 was measured not to gain from them
 (docs/benchmarks.md), so they are opt-in per bank.
@@ -23,7 +27,9 @@ from engine.errors import InvalidInput
 
 @dataclass(frozen=True)
 class LifecyclePolicy:
-    decay_rate: float = 0.99  # strength multiplier per day without access
+    decay_rate: float = 0.99  # strength multiplier per day without access (neutral importance)
+    importance_scaled_decay: bool = True  # important facts decay slower, small talk faster
+    keep_current_values: bool = True  # never archive the current value of an attribute
     archive_threshold: float = 0.1  # archive active facts whose strength falls below
     merge_duplicates: bool = True
     merge_similarity: float = 0.95  # cosine at or above which two facts may merge
@@ -53,6 +59,14 @@ class LifecyclePolicy:
             value = getattr(self, name)
             if not isinstance(value, int | float) or not 0.0 <= float(value) <= 2.0:
                 raise InvalidInput(f"lifecycle.{name}", "must be a number from 0 to 2")
+        for name in (
+            "importance_scaled_decay",
+            "keep_current_values",
+            "merge_duplicates",
+            "delete_archived",
+        ):
+            if not isinstance(getattr(self, name), bool):
+                raise InvalidInput(f"lifecycle.{name}", "must be true or false")
         if not isinstance(self.delete_after_days, int) or self.delete_after_days < 1:
             raise InvalidInput("lifecycle.delete_after_days", "must be a positive integer")
         if len(self.schedule_cron.split()) != 5:

@@ -192,6 +192,10 @@ def _kinds_compatible(a: str, b: str) -> bool:
     return a == b or "other" in (a, b)
 
 
+# One fact's mentions: (fact id, [(name, kind)], when it was seen).
+FactMentions = tuple[str, Sequence[tuple[str, str]], datetime | None]
+
+
 async def resolve_staged_entities(conn: Connection, staged: StagedFacts) -> int:
     """Resolve every mention once per batch; returns how many new entities were created."""
     rows = await conn.fetch(_STAGED, staged.fact_ids)
@@ -203,6 +207,20 @@ async def resolve_staged_entities(conn: Connection, staged: StagedFacts) -> int:
         )
         for row in rows
     ]
+    resolved, created = await resolve_mentions(conn, staged.bank_id, facts)
+    if resolved:
+        fact_ids = list(resolved)
+        await conn.execute(
+            _SET_IDS, fact_ids, ["{" + ",".join(resolved[f]) + "}" for f in fact_ids]
+        )
+    return created
+
+
+async def resolve_mentions(
+    conn: Connection, bank_id: str, facts: Sequence[FactMentions]
+) -> tuple[dict[str, list[str]], int]:
+    """Each fact's entity ids (mentions resolved as retain does, new entities stored) and how
+    many entities were created. Also what a correction's `resolve_entities` runs."""
     first_kind: dict[str, str] = {}
     for _, mentions, _ in facts:
         for name, kind in mentions:
@@ -211,9 +229,9 @@ async def resolve_staged_entities(conn: Connection, staged: StagedFacts) -> int:
                 first_kind.setdefault(key, kind)
     exact = {
         r["normalized_name"]: _known(r)
-        for r in await conn.fetch(_EXACT, staged.bank_id, sorted(first_kind))
+        for r in await conn.fetch(_EXACT, bank_id, sorted(first_kind))
     }
-    batch = _Batch(staged.bank_id)
+    batch = _Batch(bank_id)
     for key, kind in first_kind.items():
         hit = exact.get(key)
         if hit is not None and _kinds_compatible(kind, hit.kind):
@@ -221,7 +239,7 @@ async def resolve_staged_entities(conn: Connection, staged: StagedFacts) -> int:
     slow = sorted(k for k in first_kind if k not in batch.resolved)
     candidates: dict[str, list[tuple[float, _Known]]] = {}
     if slow:
-        for r in await conn.fetch(_CANDIDATES, staged.bank_id, slow, CANDIDATE_LIMIT):
+        for r in await conn.fetch(_CANDIDATES, bank_id, slow, CANDIDATE_LIMIT):
             candidates.setdefault(r["key"], []).append((float(r["similarity"]), _known(r)))
     sampled = await _sample_cooccurring(
         conn, {k.id for found in candidates.values() for _, k in found}
@@ -249,10 +267,11 @@ async def resolve_staged_entities(conn: Connection, staged: StagedFacts) -> int:
         fact_ids.append(fact_id)
         fact_entities.append("{" + ",".join(ids) + "}")
     created = await _store(conn, batch)
-    if fact_ids:
-        fact_entities = [_remap(ids, created) for ids in fact_entities]
-        await conn.execute(_SET_IDS, fact_ids, fact_entities)
-    return sum(1 for new_id in created.values() if new_id is None)
+    resolved = {
+        fact_id: [i for i in _remap(ids, created).strip("{}").split(",") if i]
+        for fact_id, ids in zip(fact_ids, fact_entities, strict=True)
+    }
+    return resolved, sum(1 for new_id in created.values() if new_id is None)
 
 
 async def _sample_cooccurring(conn: Connection, ids: Iterable[str]) -> dict[str, frozenset[str]]:

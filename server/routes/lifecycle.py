@@ -55,7 +55,7 @@ class UpdateMemoryIn(Body):
     state: str | None = None
     reason: str | None = None
     entities: list[str] | None = None
-    # Accepted for Hindsight's clients; names are always matched literally (relink.py).
+    # Hindsight's: resolve names as retain does (true), or take them literally (false).
     resolve_entities: bool = True
 
 
@@ -123,6 +123,7 @@ async def update_memory_route(request: Request) -> Response:
         state=state,
         reason=body.reason or "",
         entities=body.entities,
+        resolve_entities=body.resolve_entities,
         occurred_start=_optional_date(body.occurred_start, "occurred_start"),
         occurred_end=_optional_date(body.occurred_end, "occurred_end"),
     ).validated()

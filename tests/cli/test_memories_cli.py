@@ -31,7 +31,7 @@ async def test_forget_lists_first_then_forgets_and_edit_corrects(
     )
     assert "blue Fiat" in capsys.readouterr().out
     edit = ("memories", "edit", "--bank", bank_id, memory_id)
-    assert await engram(*edit, "--entity", "Pim", "--entity", "Fiat") == 0
+    assert await engram(*edit, "--entity", "Pim", "--entity", "Fiat", "--literal-entities") == 0
     capsys.readouterr()
     assert await engram("recall", "--bank", bank_id, "Pim's car", "--json") == 0
     [car] = json.loads(capsys.readouterr().out)["results"]

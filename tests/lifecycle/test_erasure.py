@@ -213,6 +213,57 @@ async def test_patch_replaces_a_facts_entities(
     assert bad.status_code == 400 and bad.json()["field"] == "entities"
 
 
+async def test_patch_resolves_entities_as_retain_does(
+    api: httpx.AsyncClient, pool: Pool, bank_id: str
+) -> None:
+    [omar, _, trip] = await retain(
+        api,
+        bank_id,
+        [
+            {"document_id": "a", "content": "Omar booked the flight."},
+            {"document_id": "b", "content": "My friend Layla Haddad lives in Cairo."},
+            {"document_id": "c", "content": "Omar flew to Lisbon with Nadia."},
+        ],
+    )
+    url = f"{BASE}/{bank_id}/memories/{omar}"
+    # Resolved (the default): "Layla", next to Cairo, is the Layla Haddad of Cairo.
+    resolved = await api.patch(url, json={"entities": ["Layla", "Cairo"]})
+    assert resolved.status_code == 200, resolved.text
+    assert sorted(resolved.json()["entities"]) == ["Cairo", "Layla Haddad"]
+    # ... and "Layla" is now one of its aliases, which a literal match also honours; any other
+    # name taken literally is an entity of its own.
+    literal = await api.patch(
+        url, json={"entities": ["Layla", "Layla Hadad"], "resolve_entities": False}
+    )
+    assert sorted(literal.json()["entities"]) == ["Layla Hadad", "Layla Haddad"]
+    # A corrected text is resolved again: the city it no longer names goes, the new one comes.
+    before = (await api.get(f"{BASE}/{bank_id}/memories/{trip}")).json()["entities"]
+    assert "Lisbon" in before and "Nadia" in before
+    fixed = await api.patch(
+        f"{BASE}/{bank_id}/memories/{trip}", json={"text": "Omar flew to Madrid with Nadia."}
+    )
+    assert fixed.status_code == 200, fixed.text
+    after = fixed.json()["entities"]
+    assert "Madrid" in after and "Lisbon" not in after
+    assert sorted(set(before) - {"Lisbon"}) == sorted(set(after) - {"Madrid"})
+    [version] = (await api.get(f"{BASE}/{bank_id}/memories/{trip}/history")).json()
+    async with pool.acquire() as conn:
+        names = {
+            r["canonical_name"]
+            for r in await conn.fetch(
+                "SELECT canonical_name FROM entities WHERE id = ANY($1::uuid[])",
+                version["previous"]["entity_ids"],
+            )
+        }
+        lisbon = await conn.fetchval(
+            "SELECT count(*) FROM entities WHERE bank_id = $1 AND canonical_name = 'Lisbon'",
+            bank_id,
+        )
+    # The version keeps the ids before; Lisbon's entity lost its only mention and is gone.
+    assert len(version["previous"]["entity_ids"]) == len(before)
+    assert names == set(before) - {"Lisbon"} and lisbon == 0
+
+
 async def test_feedback_moves_importance_within_bounds(
     api: httpx.AsyncClient, bank_id: str
 ) -> None:

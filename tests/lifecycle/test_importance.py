@@ -27,6 +27,9 @@ CASES = [
     ("Did you watch the game?", 0, 0.0, 0.25),
     ("好的，天气不错。", 0, 0.0, 0.25),
     ("The museum has a new wing.", 0, 0.35, 0.5),
+    ("Her doctor is Dr. Chen.", 0, 0.55, 1.0),
+    ("Tom plays the cello in an orchestra.", 0, 0.55, 1.0),
+    ("我的护照明年过期。", 0, 0.55, 1.0),
 ]
 
 

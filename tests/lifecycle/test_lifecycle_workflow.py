@@ -173,6 +173,44 @@ async def test_delete_is_opt_in(api: httpx.AsyncClient, pool: Pool, bank_id: str
     assert bad.status_code == 400 and bad.json()["field"] == "lifecycle.decay_rate"
 
 
+async def test_important_facts_outlive_small_talk(
+    api: httpx.AsyncClient, pool: Pool, bank_id: str
+) -> None:
+    """Decay scaled by importance, and an attribute's current value kept (maintenance.py)."""
+    made = await api.put(
+        f"{BASE}/{bank_id}", json={"extraction_mode": "none", "enable_observations": False}
+    )
+    assert made.status_code == 200, made.text
+    day = "2025-01-01T10:00:00Z"
+    talk, daughter, home = (
+        "The weather is nice today, haha.",
+        "Nadia's daughter is named Ines.",
+        "Nadia lives in Lisbon.",
+    )
+    await retain(api, bank_id, [{"content": t, "timestamp": day} for t in (talk, daughter, home)])
+    await run(api, bank_id, "2025-02-25T10:00:00Z")  # 55 days: small talk (0.2) goes
+    assert await states(pool, bank_id) == {talk: "archived", daughter: "active", home: "active"}
+    # 200 days: unscaled, 0.6 · 0.99^200 = 0.08 would be archived; scaled, the daughter's
+    # clock ran at (1 − 0.6) / (1 − 0.4) of the days.
+    second = await run(api, bank_id, "2025-07-20T10:00:00Z")
+    assert second["archived"] == 0
+    async with pool.acquire() as conn:
+        strength = await conn.fetchval(
+            "SELECT strength FROM memory_units WHERE bank_id = $1 AND text = $2", bank_id, daughter
+        )
+    assert strength == pytest.approx(0.6 * 0.99 ** (200 * 0.4 / 0.6), rel=1e-6)
+    # 400 days: both are weaker than 0.1; the only residence Nadia has stays.
+    await run(api, bank_id, "2026-02-05T10:00:00Z")
+    assert await states(pool, bank_id) == {talk: "archived", daughter: "archived", home: "active"}
+    off = await api.patch(
+        f"{BASE}/{bank_id}/config", json={"updates": {"lifecycle": {"keep_current_values": False}}}
+    )
+    assert off.status_code == 200, off.text
+    assert (await run(api, bank_id, "2026-02-06T10:00:00Z"))["archived"] == 1
+    bad = await api.put(f"{BASE}/{bank_id}", json={"lifecycle": {"keep_current_values": 1}})
+    assert bad.status_code == 400 and bad.json()["field"] == "lifecycle.keep_current_values"
+
+
 async def test_a_large_run_continues_as_new_where_it_left_off(
     api: httpx.AsyncClient,
     temporal_env: WorkflowEnvironment,

@@ -37,7 +37,9 @@ async function bankRow(bank) {
 
 /** The lifecycle settings a form can override, with how each is entered. */
 const LIFECYCLE_HINTS = {
-  decay_rate: "strength kept per day without access (0–1)",
+  decay_rate: "strength kept per day without access, neutral importance (0–1)",
+  importance_scaled_decay: "important facts decay slower, small talk faster",
+  keep_current_values: "never archive the current value of an attribute",
   archive_threshold: "archive facts weaker than this (0–1)",
   merge_duplicates: "merge near-identical facts",
   merge_similarity: "cosine at which two facts may merge (0–1)",
