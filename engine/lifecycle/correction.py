@@ -22,7 +22,7 @@ from engine.errors import InvalidInput, NotFound
 from engine.lifecycle.relink import names_for_text, replace_entities
 from engine.lifecycle.versions import record_version
 from engine.store.document_history import EventKind, record_event
-from engine.text import term_frequencies
+from engine.text import TERMS_VERSION, term_frequencies
 
 STATES = ("active", "archived", "superseded")
 SIGNALS = ("useful", "not_useful", "wrong")
@@ -205,13 +205,22 @@ async def _reindex(
 ) -> None:
     tf, length = term_frequencies(text)
     vector = Vector(np.asarray(reembedded.embedding, dtype=np.float32))
+    # The fact row is locked already (_CURRENT), so its old length read here is the one the
+    # bank's statistics counted; BM25's average length stays exact.
+    previous = await conn.fetchval("SELECT token_count FROM memory_units WHERE id = $1", memory_id)
     await conn.execute(
         "UPDATE memory_units SET embedding = $2, token_vectors = $3, token_count = $4,"
-        " consolidated_at = NULL WHERE id = $1",
+        " terms_version = $5, consolidated_at = NULL WHERE id = $1",
         memory_id,
         vector,
         reembedded.token_vectors,
         length,
+        TERMS_VERSION,
+    )
+    await conn.execute(
+        "UPDATE bank_stats SET total_terms = total_terms + $2 WHERE bank_id = $1",
+        bank_id,
+        length - (previous or 0),
     )
     await conn.execute("DELETE FROM memory_terms WHERE unit_id = $1", memory_id)
     await conn.execute(

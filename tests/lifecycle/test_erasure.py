@@ -145,15 +145,34 @@ async def test_patch_corrects_and_versions_a_fact(
         api, bank_id, [{"document_id": "d", "content": "Omar's flight lands at 9 pm."}]
     )
     url = f"{BASE}/{bank_id}/memories/{fact}"
+    lengths = (
+        "SELECT s.total_terms, m.token_count FROM bank_stats s"
+        " JOIN memory_units m ON m.bank_id = s.bank_id WHERE m.id = $1"
+    )
+    async with pool.acquire() as conn:
+        before = await conn.fetchrow(lengths, fact)
     patched = await api.patch(
-        url, json={"text": "Omar's flight lands at 11 pm.", "reason": "delayed", "tags": ["trip"]}
+        url,
+        json={
+            "text": "Omar's delayed flight lands at 11 pm.",
+            "reason": "delayed",
+            "tags": ["trip"],
+        },
     )
     assert patched.status_code == 200, patched.text
-    assert patched.json()["text"] == "Omar's flight lands at 11 pm."
+    async with pool.acquire() as conn:
+        after = await conn.fetchrow(lengths, fact)
+    # BM25's average length: the bank's total follows the corrected fact's new length.
+    assert before is not None and after is not None
+    assert after["token_count"] != before["token_count"]
+    assert after["total_terms"] - before["total_terms"] == (
+        after["token_count"] - before["token_count"]
+    )
+    assert patched.json()["text"] == "Omar's delayed flight lands at 11 pm."
     recalled = await api.post(
         f"{BASE}/{bank_id}/memories/recall", json={"query": "When does Omar land?"}
     )
-    assert recalled.json()["results"][0]["text"] == "Omar's flight lands at 11 pm."
+    assert recalled.json()["results"][0]["text"] == "Omar's delayed flight lands at 11 pm."
     async with pool.acquire() as conn:
         terms = {
             r["term"]
