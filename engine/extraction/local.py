@@ -333,13 +333,24 @@ def _third_person(verb: str) -> str:
     return verb + "s"
 
 
+def _absolute(span: TimeSpan) -> bool:
+    return re.search(r"\b(?:19|20)\d{2}\b", span.expression) is not None
+
+
+def _written_out_after(body: str, span: TimeSpan, following: list[TimeSpan]) -> bool:
+    """ "on Tuesday 24 Nov 2026": the day's date follows it, written out already."""
+    return any(
+        _absolute(f) and not body[span.char_end : f.char_start].strip(" ,") for f in following
+    )
+
+
 def _annotated(body: str, spans: list[TimeSpan]) -> str:
     """The fact text with each relative expression followed by its absolute date."""
     out: list[str] = []
     cursor = 0
-    for span in spans:
-        if re.search(r"\b(?:19|20)\d{2}\b", span.expression):
-            continue  # already absolute
+    for i, span in enumerate(spans):
+        if _absolute(span) or _written_out_after(body, span, spans[i + 1 : i + 2]):
+            continue
         end = span.char_end
         if possessive := re.match(r"['’]s\b", body[end:]):
             end += possessive.end()

@@ -103,7 +103,8 @@ async def test_main_routes_answer_as_documented(api: httpx.AsyncClient, bank_id:
     check(doc, await api.get(f"/v1/default/chunks/{chunks['items'][0]['chunk_id']}"))
     entities = check(doc, await api.get(f"{bank}/entities"))
     check(doc, await api.get(f"{bank}/entities/{entities['items'][0]['id']}"))
-    check(doc, await api.get("/version"))
+    features = check(doc, await api.get("/version"))["features"]
+    assert features["document_export_api"] and features["document_import_api"]
     check(doc, await api.get("/health/live"))
     assert document["memory_unit_count"] >= 1
     check(doc, await api.delete(f"{bank}/documents/doc-1"))

@@ -56,6 +56,19 @@ def test_source_span_points_at_the_sentence_without_the_speaker_prefix() -> None
     assert CAROLINE[fact.source_start : fact.source_end] == CAROLINE.removeprefix("Caroline: ")
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The cluster had an outage on Tuesday 24 Nov 2026.",
+        "The outage was on Tuesday, 24 Nov 2026.",
+    ],
+)
+def test_a_weekday_next_to_its_written_date_gets_no_second_date(text: str) -> None:
+    fact = only_fact(text, ItemContext(mentioned_at=datetime(2026, 11, 27, tzinfo=UTC)))
+    assert fact.text == text  # was "... on Tuesday (24 November 2026) 24 Nov 2026."
+    assert fact.occurred_start == datetime(2026, 11, 24, tzinfo=UTC)
+
+
 def test_possessive_and_last_week_follow_the_speaker_and_the_rule() -> None:
     fact = only_fact("Melanie: My kids loved the camping trip last week")
     assert fact.text == "Melanie's kids loved the camping trip last week (1–7 May 2023)."
