@@ -201,13 +201,21 @@ def test_engram_up_names_a_taken_port_and_fails(ports: Ports, home: Path) -> Non
     assert f"port {ports.api} (API)" in result.stderr
 
 
+# A process can exit between being listed and being read (the crash loop below kills them as
+# they come): it then has no children and no command line.
 def child_pids(pid: int) -> list[int]:
-    raw = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    try:
+        raw = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except FileNotFoundError:
+        return []
     return [int(p) for p in raw]
 
 
 def cmdline(pid: int) -> str:
-    return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except FileNotFoundError:
+        return ""
 
 
 def wait_for(condition: Callable[[], bool], what: str, timeout: float = START_TIMEOUT_S) -> None:
