@@ -1,0 +1,48 @@
+"""Dump what the local extractor makes of every LoCoMo turn, to compare two checkouts.
+
+    .venv/bin/python -m bench.extraction_dump out.json [--data PATH]
+
+Writes the fact texts, in turn order, as JSON and prints their count. Run it in two
+checkouts and `cmp` the files: identical output shows that a change to the extractor (dates,
+sentence splitting, Chinese paths) left English extraction exactly as it was.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from datetime import datetime
+from pathlib import Path
+
+from engine.extraction.local import LocalExtractor
+from engine.types import ItemContext
+
+DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "locomo10.json"
+SESSION_TIME = "%I:%M %p %d %B, %Y"  # LoCoMo's "1:56 pm on 8 May, 2023" without " on"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("out", type=Path)
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    args = parser.parse_args()
+    extractor = LocalExtractor()
+    texts: list[str] = []
+    for record in json.loads(args.data.read_text()):
+        conversation = record["conversation"]
+        for key in sorted(conversation):
+            turns = conversation[key]
+            if not key.startswith("session_") or not isinstance(turns, list):
+                continue
+            said = conversation[f"{key}_date_time"].replace(" on ", " ")
+            when = datetime.strptime(said, SESSION_TIME).astimezone()
+            for turn in turns:
+                item = ItemContext(mentioned_at=when)
+                facts = extractor.extract(f"{turn['speaker']}: {turn['text']}", item)
+                texts += [f.text for f in facts]
+    args.out.write_text(json.dumps(texts, ensure_ascii=False))
+    print(len(texts))
+
+
+if __name__ == "__main__":
+    main()
