@@ -163,6 +163,9 @@ class RecallConfig:
     # it first (11% of LoCoMo's facts, the only fact of 6 of 1,106 evidence turns).
     # 0/0.1/0.2/0.35: 0.7641/0.7687/0.7697/0.7690 (multi-hop 0.538/0.562/0.562/0.559).
     question_penalty: float = 0.2
+    # A query asking for a time (engine/dates/questions.py) raises each fact that carries an
+    # occurred date by this share of its relevance: the answer to "什么时候交？" is dated.
+    dated_answer_weight: float = 0.3
     # MMR: λ·relevance − (1 − λ)·max similarity to what is already chosen; 1 = no diversity.
     # λ 1.0/0.9/0.8/0.7/0.6/0.5: 0.682/0.693/0.695/0.703/0.708/0.691 (before context;
     # with it, 0.5/0.6/0.7: 0.729/0.745/0.739; with speaker-attributed facts, 0.5/0.6/0.7:

@@ -199,6 +199,7 @@ class RecallEngine:
             [by_id[r.id] for r in rows],
             reference,
             window,
+            text.asks_time,
         )
         timer.marks["rerank"] = round(ranked.rerank_ms, 3)
         kept, used = await self._fill(request, ranked.memories)
@@ -321,6 +322,7 @@ class RecallEngine:
         fused: list[Fused],
         reference: datetime,
         window: TimeWindow | None,
+        asks_time: bool = False,
     ) -> Ranked:
         """CPU stage (thread pool): rerank, combine, floor, diversify."""
         started = time.perf_counter()
@@ -344,6 +346,7 @@ class RecallEngine:
             config=config,
             understood=vectors.known_share,
             lifecycle=request.boosts,
+            asks_time=asks_time,
         )
         floors = request.min_scores
         keep: list[int] = []

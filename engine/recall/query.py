@@ -8,6 +8,7 @@ from datetime import datetime
 import numpy as np
 
 from engine.dates import parse_query_window
+from engine.dates.questions import asks_time
 from engine.embedding import Embedder
 from engine.recall.types import FloatMatrix, FloatVector, TimeWindow
 from engine.text import tokenize
@@ -18,6 +19,7 @@ class QueryText:
     terms: list[str]  # BM25 index terms, as retain tokenised facts
     window: TimeWindow | None  # the time the query speaks of, if any
     expression: str  # the words that named it ("last week")
+    asks_time: bool = False  # "什么时候 ...?": dated facts answer it (engine/dates/questions.py)
 
 
 @dataclass(frozen=True)
@@ -30,7 +32,8 @@ class QueryVectors:
 def analyse_text(query: str, reference: datetime) -> QueryText:
     span = parse_query_window(query, reference)
     window = TimeWindow(span.start, span.end) if span is not None else None
-    return QueryText(tokenize(query), window, span.expression if span is not None else "")
+    expression = span.expression if span is not None else ""
+    return QueryText(tokenize(query), window, expression, asks_time(query))
 
 
 def embed_query(embedder: Embedder, query: str) -> QueryVectors:

@@ -77,8 +77,13 @@ def proximity(row: CandidateRow, window: TimeWindow) -> float:
     return 1.0 / (1.0 + distance.total_seconds() / _DAY_S / length)
 
 
+# The question mark of each script: Latin, full-width (Chinese, Japanese), Arabic. A Chinese
+# question ("陈默：为什么？") missed the penalty while it ended only in "?".
+_QUESTION_MARKS = ("?", "？", "؟")
+
+
 def is_question(text: str) -> bool:
-    return text.rstrip().endswith("?")
+    return text.rstrip().endswith(_QUESTION_MARKS)
 
 
 def proof(row: CandidateRow) -> float:
@@ -106,6 +111,7 @@ def combined_scores(
     config: RecallConfig,
     understood: float = 1.0,
     lifecycle: RankingBoosts | None = None,
+    asks_time: bool = False,
 ) -> list[float]:
     fused_n = normalise(fused)
     if reranked is None:
@@ -127,6 +133,8 @@ def combined_scores(
             + config.temporal_weight * b.proximity
             + config.proof_weight * b.proof
         )
+        if asks_time and row.occurred_start is not None:
+            score += config.dated_answer_weight * relevance
         if is_question(row.text):
             score -= config.question_penalty
         if prefer_observations and row.fact_type == "observation":

@@ -8,6 +8,7 @@ import pytest
 
 from engine.dates import find_time_spans, parse_query_window
 from engine.dates.chinese import chinese_label, chinese_number
+from engine.dates.questions import asks_time
 
 # Friday 2 October 2026, afternoon UTC.
 REF = datetime(2026, 10, 2, 15, 0, tzinfo=UTC)
@@ -101,3 +102,21 @@ def test_chinese_label(first: date, after: date, text: str) -> None:
 )
 def test_chinese_number(raw: str, value: int) -> None:
     assert chinese_number(raw) == value
+
+
+@pytest.mark.parametrize(
+    ("query", "asks"),
+    [
+        ("重写的稿子最晚什么时候交？", True),
+        ("小林哪个月去了成都？", True),
+        ("会议是星期几？", True),
+        ("报告几号截止？", True),
+        ("他是哪一年毕业的？", True),
+        ("小林负责哪个栏目？", False),
+        ("截图应该用什么尺寸？", False),
+        ("小林十一期间待在哪里？", False),  # names a time, asks a place
+        ("When did Caroline go to the LGBTQ support group?", False),  # Chinese cues only
+    ],
+)
+def test_question_asking_for_a_time(query: str, asks: bool) -> None:
+    assert asks_time(query) is asks

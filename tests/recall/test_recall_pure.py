@@ -215,18 +215,47 @@ def test_reranker_weight_shrinks_with_the_share_of_the_query_it_understands() ->
 
 
 def test_a_question_scores_below_a_statement_as_relevant() -> None:
-    rows = [row(text="Caroline: Seen any good movies lately? "), row(text="Caroline saw Heat.")]
+    rows = [
+        row(text="Caroline: Seen any good movies lately? "),
+        row(text="陈默：为什么？"),
+        row(text="Caroline saw Heat."),
+    ]
     config = RecallConfig(question_penalty=0.2)
     finals = combined_scores(
         rows,
-        [0.2, 0.2],
-        [0.5, 0.5],
+        [0.2, 0.2, 0.2],
+        [0.5, 0.5, 0.5],
         reference=MAY_1,
         window=None,
         prefer_observations=False,
         config=config,
     )
-    assert finals == pytest.approx([0.8, 1.0])
+    assert finals == pytest.approx([0.8, 0.8, 1.0])
+
+
+def test_a_question_asking_when_raises_dated_facts_by_their_relevance() -> None:
+    rows = [
+        row(text="小林：重写的稿子下午给你。"),
+        row(text="小林：对，下周三之前要交。", occurred=MAY_1),
+        row(text="团子生病了。", occurred=MAY_1),
+    ]
+    config = RecallConfig(rerank_weight=1.0, recency_weight=0.0, dated_answer_weight=0.4)
+
+    def finals(asks_time: bool) -> list[float]:
+        return combined_scores(
+            rows,
+            [0.2, 0.1, 0.0],
+            [0.9, 0.7, 0.1],  # normalised: 1.0, 0.75, 0.0
+            reference=MAY_1,
+            window=None,
+            prefer_observations=False,
+            config=config,
+            asks_time=asks_time,
+        )
+
+    assert finals(False) == pytest.approx([1.0, 0.75, 0.0])
+    # the dated answer overtakes; the dated but irrelevant fact gains nothing
+    assert finals(True) == pytest.approx([1.0, 0.75 * 1.4, 0.0])
 
 
 def test_normalise_maps_to_unit_interval() -> None:
