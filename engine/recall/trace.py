@@ -96,6 +96,9 @@ def build_trace(
             "recency_weight": config.recency_weight,
             "temporal_weight": config.temporal_weight,
             "proof_weight": config.proof_weight,
+            # A question asking for a time raises dated facts (engine/dates/questions.py).
+            "asks_time": text.asks_time,
+            "dated_answer_weight": config.dated_answer_weight,
             "dropped_by_min_scores": ranked.dropped_by_floor,
         },
         "mmr": {"lambda": config.mmr_lambda, "moved": ranked.moved_by_mmr},

@@ -97,6 +97,7 @@ async def test_writing_for_xiaolin_puts_the_sandbox_rule_first(
     assert "沙箱" in top["text"]
     assert "小林" in top["entities"]
     assert not top["text"].endswith("。.")
+    assert body["trace"]["scoring"]["asks_time"] is False
 
 
 async def test_last_week_is_stored_as_the_calendar_week_before(
@@ -115,4 +116,12 @@ async def test_last_spring_in_a_query_selects_march_to_may_of_last_year(
     body = await recall(client, editorial, "去年春天小林去了哪里")
     window = body["trace"]["window"]
     assert window["start"].startswith("2025-03-01") and window["end"].startswith("2025-06-01")
+    assert "杭州" in body["results"][0]["text"]
+
+
+async def test_a_question_asking_when_is_answered_by_the_dated_fact(
+    client: httpx.AsyncClient, editorial: str
+) -> None:
+    body = await recall(client, editorial, "小林什么时候去的杭州？")
+    assert body["trace"]["scoring"]["asks_time"] is True
     assert "杭州" in body["results"][0]["text"]
