@@ -16,7 +16,7 @@ from typing import Final
 # 哪年 / 哪一年: which year; 最晚 / 最迟 / 截止: by when at the latest (a deadline).
 _ASKS_TIME: Final = re.compile(
     r"什么时候|什么时间|啥时候|何时|几时|哪[一]?天|哪日|几号|几月几[日号]|"
-    r"(?:星期|礼拜|周)几|哪[一]?个?月|几月份?|哪[一]?年|几几年|最晚|最迟|截止|截至"
+    r"(?:星期|礼拜|周)几|哪[一]?个?月|几月份?|哪[一]?年|几几年|最晚|最迟|截止"
 )
 
 
