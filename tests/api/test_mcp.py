@@ -209,6 +209,27 @@ async def test_every_tool_on_the_single_bank_endpoint(url: str, bank_id: str) ->
         assert "disabled" in await failed(client, "list_memories", {"bank_id": bank_id})
 
 
+async def test_update_memory_resolves_entities_or_takes_them_literally(
+    url: str, bank_id: str
+) -> None:
+    await local_bank(url, bank_id)
+    async with Client(f"{url}/mcp/{bank_id}/") as client:
+        [tool] = [t for t in (await client.list_tools()).tools if t.name == "update_memory"]
+        described = tool.input_schema["properties"]["resolve_entities"]
+        assert described["default"] is True and "literally" in described["description"]
+        await call(client, "sync_retain", {"content": "My friend Layla Haddad lives in Cairo."})
+        omar = {"content": "Omar booked the flight.", "document_id": "o"}
+        await call(client, "sync_retain", omar)
+        listed = await call(client, "list_memories", {"document_id": "o"})
+        memory_id = listed.split("[", 1)[1].split("]", 1)[0]
+        change = {"memory_id": memory_id, "entities": ["Layla"]}
+        literal = await call(client, "update_memory", {**change, "resolve_entities": False})
+        assert "entities: Layla\n" in literal  # taken as written: an entity of its own
+        await call(client, "update_memory", {**change, "entities": ["Cairo"]})  # Layla is gone
+        resolved = await call(client, "update_memory", change)
+        assert "entities: Layla Haddad\n" in resolved  # matched to the Layla Haddad of Cairo
+
+
 async def test_stdio_server_pinned_to_a_bank(url: str, bank_id: str) -> None:
     await local_bank(url, bank_id)
     engram = os.path.join(os.path.dirname(sys.executable), "engram")

@@ -31,6 +31,17 @@ class UpdateMemoryArgs(Args):
     occurred_start: str | None = Field(None, description="ISO-8601 date or datetime")
     occurred_end: str | None = Field(None, description="ISO-8601 date or datetime")
     reason: str | None = Field(None, description="Why it changed, kept in the memory's history")
+    entities: list[str] | None = Field(
+        None,
+        description="Replace the people, places and things the memory names (e.g. "
+        '["Ana", "Porto"]); omitted: kept, or found again in a corrected text',
+    )
+    resolve_entities: bool = Field(
+        True,
+        description="True (default): match each name to a known entity as retain does, so "
+        '"Ana" can join "Ana Silva"; false: take the names literally, a new entity for any '
+        "name not already known exactly",
+    )
 
 
 class InvalidateMemoryArgs(Args):
@@ -102,8 +113,9 @@ TOOLS: tuple[ToolSpec, ...] = (
     ),
     tool(
         "update_memory",
-        "Correct a memory that is wrong or out of date (its text, tags or dates). The memory is "
-        "re-indexed and the old version kept in its history. Returns the corrected memory. "
+        "Correct a memory that is wrong or out of date (its text, tags, dates or the entities "
+        "it names). The memory is re-indexed and the old version kept in its history. Returns "
+        "the corrected memory. "
         'Example: {"memory_id": "…", "text": "Ana moved to Porto in May 2025"}',
         UpdateMemoryArgs,
         update_memory,
