@@ -1,4 +1,5 @@
-"""Writing a transfer archive: a ZIP of `manifest.json` and one `<section>.jsonl` per section.
+"""Writing a transfer archive: a ZIP of `manifest.json`, one `<section>.jsonl` per section
+and, for file-retained documents, each original's bytes as `originals/<sha256>`.
 
 The export reads one REPEATABLE READ snapshot (a consistent bank however long it takes)
 through server-side cursors, so rows stream from PostgreSQL into the compressed file a page
@@ -18,7 +19,7 @@ from engine.db import Connection
 from engine.errors import InvalidInput
 from engine.store.banks import get_bank
 from engine.transfer.payloads import ExportScope
-from engine.transfer.sections import SECTIONS
+from engine.transfer.sections import ORIGINALS_PREFIX, ORIGINALS_SECTION, SECTIONS
 
 FORMAT = "engram-transfer"
 FORMAT_VERSION = 1
@@ -70,6 +71,27 @@ async def embedding_identity(conn: Connection) -> tuple[int, str]:
     return int(values.get("embedding_dim", 0)), str(values.get("embedding_space", ""))
 
 
+def _original_keys(page: list[Any]) -> dict[str, str]:
+    rows = [json.loads(record[0]) for record in page]
+    return {str(r["sha256"]): str(r["key"]) for r in rows}
+
+
+async def _write_originals(
+    conn: Connection, originals: dict[str, str], archive: zipfile.ZipFile
+) -> None:
+    """Each original's bytes as `originals/<sha256>`, a stored chunk at a time."""
+    for sha, key in sorted(originals.items()):
+        with archive.open(f"{ORIGINALS_PREFIX}{sha}", "w", force_zip64=True) as out:
+            seq = 0
+            while (
+                data := await conn.fetchval(
+                    "SELECT data FROM stored_file_chunks WHERE key = $1 AND seq = $2", key, seq
+                )
+            ) is not None:
+                await asyncio.to_thread(out.write, data)
+                seq += 1
+
+
 async def write_archive(
     conn: Connection, bank_id: str, scope: ExportScope, archive: zipfile.ZipFile
 ) -> Manifest:
@@ -89,6 +111,7 @@ async def write_archive(
             if section.group not in groups:
                 continue
             rows = 0
+            originals: dict[str, str] = {}  # sha256 -> stored-file key
             with archive.open(f"{section.name}.jsonl", "w", force_zip64=True) as out:
                 cursor = await conn.cursor(section.export_sql(), *args)
                 while page := await cursor.fetch(CURSOR_PREFETCH):
@@ -96,7 +119,10 @@ async def write_archive(
                     # Deflating a page of embeddings is CPU work: off the event loop.
                     await asyncio.to_thread(out.write, data)
                     rows += len(page)
+                    if section.name == ORIGINALS_SECTION:
+                        originals.update(_original_keys(page))
             counts[section.name] = rows
+            await _write_originals(conn, originals, archive)
     manifest = Manifest(
         source_bank_id=bank_id,
         embedding_dim=dim,

@@ -24,9 +24,17 @@ from typing import Any
 from engine.db import Connection, Pool
 from engine.errors import InvalidInput
 from engine.lifecycle.tombstones import blank_passages, text_hash
+from engine.store.document_files import original_key
 from engine.transfer.archive import MANIFEST, Manifest, embedding_identity
 from engine.transfer.payloads import ImportPlan
-from engine.transfer.sections import MERGED, SECTIONS, Section
+from engine.transfer.sections import (
+    MERGED,
+    ORIGINALS_PREFIX,
+    ORIGINALS_SECTION,
+    SECTIONS,
+    Section,
+)
+from engine.transfer.storage import store_file
 
 # Rows per transaction: a fact row with its embedding and token vectors is ~10-40 kB.
 IMPORT_BATCH = 200
@@ -218,6 +226,8 @@ class ArchiveImport:
             rows = kept
         elif section.name == "unit_entities":
             rows = await self._entity_ids(conn, rows)
+        elif section.name == ORIGINALS_SECTION:
+            rows = await self._originals(conn, rows)
         if not rows:
             return 0
         names = [c for c in columns.names if c in rows[0] and c not in columns.serial]
@@ -368,6 +378,30 @@ class ArchiveImport:
                     fact["document_id"],
                     blank_passages(str(document), [passage]),
                 )
+
+    async def _originals(
+        self, conn: Connection, rows: list[dict[str, Any]]
+    ) -> list[dict[str, Any]]:
+        """Each original's bytes stored under this bank's key (once per content, as at
+        retain); a row whose bytes the archive lacks is not linked."""
+        bank_id = self._plan.bank_id
+        entries = set(self._archive.namelist())
+        kept = []
+        for row in rows:
+            sha = str(row["sha256"])
+            if f"{ORIGINALS_PREFIX}{sha}" not in entries:
+                continue
+            row["key"] = original_key(bank_id, sha)
+            stored = await conn.fetchval(
+                "SELECT 1 FROM stored_files WHERE key = $1 AND complete", row["key"]
+            )
+            if stored is None:
+                filename = str(row.get("filename") or sha)
+                content_type = str(row.get("content_type") or "application/octet-stream")
+                with self._archive.open(f"{ORIGINALS_PREFIX}{sha}") as source:
+                    await store_file(conn, row["key"], bank_id, filename, content_type, source)
+            kept.append(row)
+        return kept
 
     async def _entity_ids(
         self, conn: Connection, rows: list[dict[str, Any]]

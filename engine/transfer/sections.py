@@ -33,6 +33,9 @@ _BANK = "t.bank_id = p.bank"
 _WHOLE = "t.bank_id = p.bank AND p.docs IS NULL"
 _DOCS = "t.bank_id = p.bank AND (p.docs IS NULL OR t.document_id = ANY(p.docs))"
 _OBSERVED = _WHOLE + " AND p.obs"
+ORIGINALS_SECTION = "document_files"
+# The archive entry holding the bytes of the original whose sha256 follows.
+ORIGINALS_PREFIX = "originals/"
 _MODELS = _WHOLE + " AND p.models"
 
 
@@ -79,6 +82,21 @@ SECTIONS: tuple[Section, ...] = (
         filters=(
             "EXISTS (SELECT 1 FROM documents d"
             " WHERE d.bank_id = r.bank_id AND d.document_id = r.document_id)",
+        ),
+    ),
+    # A file-retained document's original (its bytes travel as `originals/<sha256>` entries
+    # beside the sections, engine/transfer/archive.py); stored again under the target's key.
+    Section(
+        ORIGINALS_SECTION,
+        "document_files",
+        "data",
+        _DOCS + " AND EXISTS (SELECT 1 FROM stored_files s WHERE s.key = t.key AND s.complete)",
+        extra=" || (SELECT jsonb_build_object('filename', s.filename, 'content_type',"
+        " s.content_type) FROM stored_files s WHERE s.key = t.key)",
+        filters=(
+            "EXISTS (SELECT 1 FROM documents d"
+            " WHERE d.bank_id = r.bank_id AND d.document_id = r.document_id)",
+            "EXISTS (SELECT 1 FROM stored_files s WHERE s.key = r.key AND s.complete)",
         ),
     ),
     Section(
@@ -180,6 +198,7 @@ MERGED = frozenset(
         "tombstones",
         "documents",
         "chunks",
+        ORIGINALS_SECTION,
         "facts",
         "entities",
         "unit_entities",

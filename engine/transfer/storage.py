@@ -3,6 +3,7 @@ and read into a local file or a stream, never held whole in memory."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import IO
@@ -57,7 +58,8 @@ async def store_file(
         await conn.execute("DELETE FROM stored_file_chunks WHERE key = $1", key)
         size = 0
         seq = 0
-        while data := source.read(CHUNK_BYTES):
+        # A read may inflate a ZIP entry (an archive's original): off the event loop.
+        while data := await asyncio.to_thread(source.read, CHUNK_BYTES):
             await conn.execute(
                 "INSERT INTO stored_file_chunks (key, seq, data) VALUES ($1, $2, $3)",
                 key,

@@ -1,10 +1,12 @@
 """Transfer archives: a bank exported, downloaded and restored elsewhere answers as the source
-did; a clone copies a bank; a document merge brings nothing forgotten back. Driven through
-hindsight-client 1.1's generated API (BankTransferApi, DocumentTransferApi)."""
+did (its file originals served as attachments too); a clone copies a bank; a document merge
+brings nothing forgotten back. Driven through hindsight-client 1.1's generated API
+(BankTransferApi, DocumentTransferApi)."""
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import io
 import json
 import zipfile
@@ -19,6 +21,9 @@ from hindsight_client_api.configuration import Configuration
 from starlette.applications import Starlette
 from support.serve import serve
 from temporalio.worker import Worker
+
+from engine.db import Pool
+from engine.store.document_files import store_original
 
 BASE = "/v1/default/banks"
 NOTES = [
@@ -57,7 +62,7 @@ async def snapshot(api: httpx.AsyncClient, bank: str) -> dict[str, Any]:
 
 
 async def test_export_download_restore_and_clone(
-    app: Starlette, worker: Worker, api: httpx.AsyncClient, bank_id: str
+    app: Starlette, worker: Worker, api: httpx.AsyncClient, pool: Pool, bank_id: str
 ) -> None:
     settings = {"extraction_mode": "local", "enable_observations": False}
     assert (await api.put(f"{BASE}/{bank_id}", json=settings)).status_code == 200
@@ -69,6 +74,12 @@ async def test_export_download_restore_and_clone(
     assert retained.status_code == 200, retained.text
     forgotten = await api.post(f"{BASE}/{bank_id}/forget", json={"text": "Miso"})
     assert forgotten.status_code == 200, forgotten.text
+    original = b"%PDF-1.4 Ana's boarding pass\n" * 100
+    async with pool.acquire() as conn:
+        await store_original(
+            conn, bank_id, "trip", "pass.pdf", "application/pdf", io.BytesIO(original)
+        )
+    attachment = hashlib.sha256(original).hexdigest()[:32]
     before = await snapshot(api, bank_id)
     assert before["facts"] and not any("Miso" in f[0] for f in before["facts"])
 
@@ -93,8 +104,13 @@ async def test_export_download_restore_and_clone(
     assert manifest["source_bank_id"] == bank_id and manifest["sections"]["facts"] > 0
     assert sections["tombstones.jsonl"] and not any("Miso" in s for s in sections.values())
     assert result["facts_imported"] == len(before["facts"])
+    assert f"originals/{hashlib.sha256(original).hexdigest()}" in sections
     for target in (restored, cloned):
         assert await snapshot(api, target) == before
+        served = await api.get(f"{BASE}/{target}/attachments/{attachment}")
+        assert served.status_code == 200 and served.content == original
+        document = (await api.get(f"{BASE}/{target}/documents/trip")).json()
+        assert [a["filename"] for a in document["attachments"]] == ["pass.pdf"]
         config = (await api.get(f"{BASE}/{target}/config")).json()
         assert config["config"]["extraction_mode"] == "local"
         # The tombstones came along: the forgotten text is refused here too.
