@@ -14,6 +14,7 @@ import asyncpg
 from engine.consolidation.freshness import Trend, freshness_trend
 from engine.db import Connection
 from engine.errors import InvalidInput, NotFound
+from engine.store.document_history import record_observations_cleared
 
 
 @dataclass(frozen=True)
@@ -217,6 +218,7 @@ async def clear_observations(conn: Connection, bank_id: str) -> int:
     """Delete a bank's observations and their history; its facts go back on the backlog, so
     the next consolidation rebuilds observations from scratch."""
     async with conn.transaction():
+        await record_observations_cleared(conn, bank_id, None)
         status = await conn.execute(
             "DELETE FROM memory_units WHERE bank_id = $1 AND fact_type = 'observation'", bank_id
         )
@@ -255,6 +257,7 @@ async def _clear_built_from(
     """In the caller's transaction: delete the observations resting on `facts`, put those
     facts and the observations' other evidence back on the backlog, record each retraction."""
     found = [r["observation_id"] for r in await conn.fetch(_FACTS_OBSERVATIONS, bank_id, facts)]
+    await record_observations_cleared(conn, bank_id, [str(o) for o in found])
     await conn.execute(_RETRACT_CLEARED, bank_id, found, reason, facts)
     await conn.execute(_REQUEUE_EVIDENCE, bank_id, found, facts)
     await conn.execute("DELETE FROM pending_links WHERE to_unit = ANY($1::uuid[])", found)

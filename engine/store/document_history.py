@@ -1,8 +1,8 @@
 """A document's history: every write that stored it (retain, append, reprocess), recorded
 in the upsert's transaction with the content hash it left and what it changed, and every
 other change to it or its facts (Hindsight's DocumentEvent kinds: a fact edited,
-invalidated, restored or deleted, a retag, a consolidation that used its facts), recorded
-in the transaction of that change."""
+invalidated, restored or deleted, a retag, a consolidation that used its facts, a clear of
+the observations built from them), recorded in the transaction of that change."""
 
 from __future__ import annotations
 
@@ -18,7 +18,13 @@ from engine.retain.payloads import UpdateMode, UpsertResult
 KIND_OF_MODE: dict[str, str] = {"replace": "retain", "append": "append", "reprocess": "reprocess"}
 
 EventKind = Literal[
-    "retag", "fact_edited", "fact_invalidated", "fact_restored", "fact_deleted", "consolidation"
+    "retag",
+    "fact_edited",
+    "fact_invalidated",
+    "fact_restored",
+    "fact_deleted",
+    "observations_cleared",
+    "consolidation",
 ]
 
 
@@ -138,6 +144,34 @@ async def record_consolidation(
     observation."""
     if fact_ids:
         await conn.execute(_CONSOLIDATION, bank_id, operation_id, list(fact_ids))
+
+
+# Run before the observations go (their evidence goes with them): per document, the
+# observations about to be cleared that its facts supported ($3 NULL: all of the bank's).
+_CLEARED = """
+INSERT INTO document_versions (bank_id, document_id, kind, operation_id, content_hash,
+                               observations_removed)
+SELECT $1, f.document_id, 'observations_cleared', $2, coalesce(d.content_hash, ''),
+       array_agg(DISTINCT e.observation_id)
+FROM observation_evidence e
+JOIN memory_units f ON f.id = e.fact_id
+LEFT JOIN documents d ON d.bank_id = $1 AND d.document_id = f.document_id
+WHERE e.bank_id = $1 AND ($3::uuid[] IS NULL OR e.observation_id = ANY($3::uuid[]))
+  AND f.document_id IS NOT NULL
+GROUP BY f.document_id, d.content_hash
+"""
+
+
+async def record_observations_cleared(
+    conn: Connection, bank_id: str, observation_ids: Sequence[str] | None
+) -> None:
+    """An observations_cleared event for each document whose facts supported one of the
+    observations about to be cleared (None: every observation of the bank). Call it in the
+    clearing transaction, before the delete."""
+    if observation_ids is not None and not observation_ids:
+        return
+    ids = None if observation_ids is None else [str(o) for o in observation_ids]
+    await conn.execute(_CLEARED, bank_id, "", ids)
 
 
 _LIST = """

@@ -119,7 +119,15 @@ async def test_clearing_one_facts_observations_keeps_the_fact_and_records_the_re
             " ORDER BY id DESC LIMIT 1",
             row["obs"],
         )
+        events = await conn.fetch(
+            "SELECT v.observations_removed::text[] AS removed FROM document_versions v"
+            " JOIN memory_units f ON f.document_id = v.document_id AND f.bank_id = v.bank_id"
+            " WHERE f.id = $1::uuid AND v.kind = 'observations_cleared'",
+            row["fact"],
+        )
     assert fact == 1 and history == "retracted"
+    # ... and in the history of the fact's document
+    assert len(events) == 1 and row["obs"] in events[0]["removed"]
     gone = await api.get(f"{BASE}/{bank_id}/memories/{row['obs']}")
     assert gone.status_code == 404
     observation = await api.delete(f"{BASE}/{bank_id}/memories/{row['obs']}/observations")

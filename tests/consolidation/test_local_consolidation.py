@@ -229,7 +229,7 @@ async def test_deleting_the_evidence_retracts_the_observation(
     assert retracted["change"] == "retracted" and "deleted" in retracted["reason"]
 
 
-async def test_document_history_shows_consolidations_edits_and_deletes(
+async def test_document_history_shows_consolidations_clears_edits_and_deletes(
     api: httpx.AsyncClient, bank_id: str
 ) -> None:
     doc = (await api.get("/openapi.json")).json()
@@ -251,6 +251,13 @@ async def test_document_history_shows_consolidations_edits_and_deletes(
     history = check(doc, await api.get(f"{bank}/documents/l1/history"))
     assert kinds(history) == ["consolidation", "retain"]
     assert history["items"][0]["observations_created"] == {"count": 1, "ids": [observation["id"]]}
+    # Clearing the bank's observations shows on every document whose facts they rested on.
+    cleared = await api.delete(f"{bank}/observations")
+    assert cleared.status_code == 200 and cleared.json()["deleted_count"] == 1
+    for document in ("l1", "l2"):
+        latest = check(doc, await api.get(f"{bank}/documents/{document}/history"))["items"][0]
+        assert latest["kind"] == "observations_cleared" and latest["operation_id"] is None
+        assert latest["observations_removed"] == {"count": 1, "ids": [observation["id"]]}
 
     memory_url = f"{bank}/memories/{fact}"
     assert (await api.patch(memory_url, json={"text": "Omar lives in Porto."})).status_code == 200
