@@ -1,8 +1,10 @@
 """`engram up`: the whole stack under one supervisor.
 
-Starts what is embedded (PostgreSQL, the Temporal dev server), then one worker and the HTTP
-server as child processes; prints where everything is; stops everything on Ctrl-C. If a port
-is taken or a part fails while starting, it says which and exits non-zero.
+Starts what is embedded (PostgreSQL, the Temporal dev server), applies pending schema
+migrations (`engram migrate` as a child, for as long as they take: an upgrade of a large
+database can run for minutes), then one worker and the HTTP server as child processes, and
+gives them READY_TIMEOUT_S to answer; prints where everything is; stops everything on Ctrl-C.
+If a port is taken or a part fails while starting, it says which and exits non-zero.
 
 Once up, a part that dies (worker, HTTP server, Temporal, PostgreSQL) is restarted after a
 backoff (0.5 s, doubling, at most 10 s) with a line on stderr; the others ride it out (the
@@ -13,6 +15,7 @@ lines of that part's log. Each part logs to `$ENGRAM_HOME/logs/<part>.log`.
 
 from __future__ import annotations
 
+import asyncio
 import ctypes
 import os
 import signal
@@ -28,6 +31,9 @@ from functools import partial
 from pathlib import Path
 from types import FrameType
 
+import asyncpg
+
+from engine.db import pending_migrations
 from engine.errors import ConfigurationError
 from engine.settings import Settings
 from engram.postgres import EmbeddedPostgres, EmbeddedPostgresError
@@ -164,6 +170,15 @@ def child_env(settings: Settings, database_url: str) -> dict[str, str]:
     return env
 
 
+async def pending_schema(database_url: str) -> list[str]:
+    """The migrations the database lacks (all of them for an empty one)."""
+    conn = await asyncpg.connect(database_url)
+    try:
+        return await pending_migrations(conn)
+    finally:
+        await conn.close()
+
+
 def wait_ready(url: str, children: list[Child], logs: Path, timeout: float) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -190,12 +205,15 @@ class Stack:
         settings: Settings,
         out: Callable[[str], None],
         err: Callable[[str], None] = lambda line: print(line, file=sys.stderr, flush=True),
+        stopping: Callable[[], bool] = lambda: False,
     ) -> None:
         self.settings = settings
         self.out = out
         self.err = err
+        self.stopping = stopping
         self.postgres: EmbeddedPostgres | None = None
         self.temporal: TemporalDevServer | None = None
+        self.migration: subprocess.Popen[bytes] | None = None
         self.children: list[Child] = []
         self.env: dict[str, str] = {}
 
@@ -226,6 +244,7 @@ class Stack:
             )
             self.temporal.start()
         self.env = child_env(settings, database_url)
+        self._migrate(database_url)
         for name, _ in CHILDREN:
             self.children.append(Child(name, self._spawn(name)))
         api = f"http://{settings.api_host}:{settings.api_port}"
@@ -243,6 +262,38 @@ class Stack:
             self.out("  Data         external PostgreSQL")
         self.out(f"  Logs         {self.logs}")
         self.out("Press Ctrl-C to stop.")
+
+    def _migrate(self, database_url: str) -> None:
+        """Apply pending migrations before the server and worker start, so the readiness
+        timer counts their start only (they would migrate too, under the timer)."""
+        pending = asyncio.run(pending_schema(database_url))
+        if not pending:
+            return
+        log_path = self.logs / "migrate.log"
+        self.out(
+            f"Applying {len(pending)} pending schema migration(s) before starting"
+            f" ({pending[0]} ... {pending[-1]}); on a large database this can take a while."
+            f" Log: {log_path}"
+        )
+        with open_private_log(log_path) as log:
+            self.migration = subprocess.Popen(
+                [sys.executable, "-m", "engram.cli", "migrate"],
+                env=self.env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                preexec_fn=detach_from_terminal,  # noqa: PLW1509 - no threads here
+            )
+        while (code := self.migration.poll()) is None:
+            if self.stopping():
+                raise StackError("stopped while migrating (the migration rolls back)")
+            time.sleep(POLL_S)
+        self.migration = None
+        if code != 0:
+            raise StackError(
+                f"the schema migration failed with code {code}; last lines of {log_path}:\n"
+                f"{tail(log_path)}"
+            )
 
     def _spawn(self, name: str) -> subprocess.Popen[bytes]:
         module = dict(CHILDREN)[name]
@@ -308,6 +359,9 @@ class Stack:
         part.due = time.monotonic() + delay
 
     def stop(self) -> None:
+        if self.migration is not None and self.migration.poll() is None:
+            self.migration.send_signal(signal.SIGTERM)
+            wait_or_kill(self.migration, 20)
         for child in reversed(self.children):
             if child.process.poll() is None:
                 child.process.send_signal(signal.SIGTERM)
@@ -326,7 +380,7 @@ def run_stack(settings: Settings, out: Callable[[str], None] = print) -> int:
         requested.append(signum)
 
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
-    stack = Stack(settings, out)
+    stack = Stack(settings, out, stopping=lambda: bool(requested))
     try:
         stack.start()
         stack.watch(lambda: bool(requested))

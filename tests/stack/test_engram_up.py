@@ -19,9 +19,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import asyncpg
 import pytest
 from temporalio.testing import WorkflowEnvironment
 
+from engine.db import MIGRATION_LOCK_KEY
 from engram.postgres import EmbeddedPostgres
 
 pytestmark = pytest.mark.stack
@@ -316,13 +318,32 @@ def _restarted(home: Path, old_postmaster: int) -> bool:
         return False
 
 
-async def test_external_mode_starts_nothing_embedded(
+async def migration_waiting(dsn: str) -> bool:
+    """Whether a session of the database waits for an advisory lock (the migration's)."""
+    conn = await asyncpg.connect(dsn)
+    try:
+        return bool(
+            await conn.fetchval(
+                "SELECT count(*) FROM pg_locks l JOIN pg_database d ON d.oid = l.database"
+                " WHERE l.locktype = 'advisory' AND NOT l.granted"
+                " AND d.datname = current_database()"
+            )
+        )
+    finally:
+        await conn.close()
+
+
+async def test_external_mode_starts_nothing_embedded_and_migrates_before_the_ready_timer(
     ports: Ports, home: Path, postgres: EmbeddedPostgres, temporal_env: WorkflowEnvironment
 ) -> None:
+    dsn = postgres.create_database("t_external_mode")
     env = ports.env(home)
-    env["ENGRAM_DATABASE_URL"] = postgres.create_database("t_external_mode")
+    env["ENGRAM_DATABASE_URL"] = dsn
     env["ENGRAM_TEMPORAL_ADDRESS"] = temporal_env.client.service_client.config.target_host
     env["ENGRAM_TASK_QUEUE"] = "external-mode"
+    # A migration as long as we like: it waits for the lock this session holds.
+    holder = await asyncpg.connect(dsn)
+    await holder.execute("SELECT pg_advisory_lock($1)", MIGRATION_LOCK_KEY)
     process = subprocess.Popen(
         [*engram_command(), "up"],
         env=env,
@@ -332,13 +353,25 @@ async def test_external_mode_starts_nothing_embedded(
         start_new_session=True,
     )
     try:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while not await migration_waiting(dsn):
+            assert process.poll() is None and time.monotonic() < deadline, "no migration ran"
+            await asyncio.sleep(0.2)
+        # While it migrates, the server and the worker (whose start the timer counts) wait.
+        running = [cmdline(pid) for pid in child_pids(process.pid)]
+        assert [c for c in running if "engram.cli migrate" in c], running
+        assert not [c for c in running if "-m server" in c or "-m worker" in c], running
+        await holder.execute("SELECT pg_advisory_unlock($1)", MIGRATION_LOCK_KEY)
         await asyncio.to_thread(wait_until_ready, process, f"http://127.0.0.1:{ports.api}/ready")
         assert not (home / "postgres").exists()
         assert not (home / "temporal.db").exists()
     finally:
+        await holder.close()
         code, out = await asyncio.to_thread(stop, process)
     assert code == 0, out
     assert "(external)" in out
+    assert out.index("pending schema migration") < out.index("Engram is up"), out
+    assert "applied 0001_initial.sql" in (home / "logs" / "migrate.log").read_text()
 
 
 def retain_loop(api: str, client: int, stop: threading.Event, acked: list[str]) -> None:
