@@ -3,12 +3,12 @@ request limit (ENGRAM_MAX_BODY_BYTES): an archive larger than a request may be i
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from support.operations import completed_operation
 
 from engine.settings import LLMSettings, SecuritySettings, Settings
 
@@ -31,16 +31,6 @@ def settings(
     )
 
 
-async def finished(api: httpx.AsyncClient, bank: str, operation_id: str) -> dict[str, Any]:
-    for _ in range(600):
-        body: dict[str, Any] = (await api.get(f"{BASE}/{bank}/operations/{operation_id}")).json()
-        if body["status"] in ("completed", "failed", "cancelled"):
-            assert body["status"] == "completed", body
-            return body
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"operation {operation_id} did not finish")
-
-
 async def test_an_archive_above_the_body_limit_imports(
     api: httpx.AsyncClient, bank_id: str
 ) -> None:
@@ -52,7 +42,7 @@ async def test_an_archive_above_the_body_limit_imports(
         ]
         assert (await api.post(f"{bank}/memories", json={"items": items})).status_code == 200
     exported = (await api.post(f"{bank}/document-transfer/export")).json()
-    meta = (await finished(api, bank_id, exported["operation_id"]))["result_metadata"]
+    meta = (await completed_operation(api, bank_id, exported["operation_id"]))["result_metadata"]
     archive = (await api.get(meta["download_url"])).content
     assert MAX_BODY < len(archive) < MAX_ARCHIVE
     # A JSON body that size is refused; the archive, on its own limit, is taken.
@@ -63,7 +53,9 @@ async def test_an_archive_above_the_body_limit_imports(
     files = {"file": ("bank.zip", archive, "application/zip")}
     imported = await api.post(f"{BASE}/{target}/document-transfer", files=files)
     assert imported.status_code == 202, imported.text
-    result = (await finished(api, target, imported.json()["operation_id"]))["result_metadata"]
+    result = (await completed_operation(api, target, imported.json()["operation_id"]))[
+        "result_metadata"
+    ]
     assert result["facts_imported"] == 32
     # Past the archive limit: 413 naming its own setting, whether the size is declared or not.
     huge = {"file": ("huge.zip", b"\0" * (MAX_ARCHIVE + 1), "application/zip")}

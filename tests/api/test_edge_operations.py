@@ -9,6 +9,7 @@ from typing import Any
 
 import httpx
 from prometheus_client import CollectorRegistry
+from support.operations import finished_operation
 from temporalio import activity
 from temporalio.client import WorkflowExecutionStatus
 from temporalio.testing import WorkflowEnvironment
@@ -31,15 +32,6 @@ def worker_with(
     """The production worker with activity `name` replaced by `replacement`."""
     metrics = MetricsInterceptor(ActivityMetrics(CollectorRegistry()))
     return build_worker(client, settings.task_queue, services, metrics, {name: replacement})
-
-
-async def wait_status(api: httpx.AsyncClient, bank: str, op: str) -> dict[str, Any]:
-    for _ in range(600):
-        body: dict[str, Any] = (await api.get(f"{BASE}/{bank}/operations/{op}")).json()
-        if body["status"] in ("completed", "failed", "cancelled"):
-            return body
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"operation {op} did not finish")
 
 
 async def chunk_texts(api: httpx.AsyncClient, bank: str, document: str) -> list[str]:
@@ -89,7 +81,7 @@ async def test_a_cancelled_stuck_retain_reads_cancelled(
             pass
         cancel = await plain_api.delete(f"{BASE}/{bank_id}/operations/{op}")
         assert cancel.status_code == 200, cancel.text
-        final = await wait_status(plain_api, bank_id, op)
+        final = await finished_operation(plain_api, bank_id, op)
     assert final["status"] == "cancelled", final
     assert final["error_message"] == "cancelled"
 
@@ -162,7 +154,7 @@ async def test_a_cancelled_failing_import_reads_cancelled(
             pass
         cancel = await plain_api.delete(f"{BASE}/{bank_id}/operations/{op}")
         assert cancel.status_code == 200, cancel.text
-        final = await wait_status(plain_api, bank_id, op)
+        final = await finished_operation(plain_api, bank_id, op)
     assert final["status"] == "cancelled", final
     assert final["error_message"] == "cancelled"
 
@@ -196,6 +188,6 @@ async def test_a_cancelled_failing_consolidation_reads_cancelled(
         [op] = [o["id"] for o in listed if o["task_type"] == "consolidation"]
         cancel = await plain_api.delete(f"{BASE}/{bank_id}/operations/{op}")
         assert cancel.status_code == 200, cancel.text
-        final = await wait_status(plain_api, bank_id, op)
+        final = await finished_operation(plain_api, bank_id, op)
     assert final["status"] == "cancelled", final
     assert final["error_message"] == "cancelled"

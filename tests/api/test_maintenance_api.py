@@ -7,10 +7,10 @@ from __future__ import annotations
 import asyncio
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
-from typing import Any
 
 import httpx
 from support.openapi import check
+from support.operations import finished_operation
 from support.workers import production_worker
 from temporalio.testing import WorkflowEnvironment
 
@@ -20,15 +20,6 @@ from engine.retain.documents import sweep_staging
 from engine.settings import Settings
 
 BASE = "/v1/default/banks"
-
-
-async def finished(api: httpx.AsyncClient, bank: str, op: str) -> dict[str, Any]:
-    for _ in range(600):
-        body: dict[str, Any] = (await api.get(f"{BASE}/{bank}/operations/{op}")).json()
-        if body["status"] in ("completed", "failed", "cancelled"):
-            return body
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"operation {op} did not finish")
 
 
 async def cancelled_retain(api: httpx.AsyncClient, bank: str, op: str) -> None:
@@ -59,15 +50,15 @@ async def test_a_cancelled_retain_is_retried_with_its_input_until_the_input_is_s
     refused = await plain_api.post(f"{BASE}/{bank_id}/operations/open/retry")
     assert refused.status_code == 409 and "only a failed or cancelled" in refused.text
     async with production_worker(temporal_env, settings, pool, embedder, cpu):
-        assert (await finished(plain_api, bank_id, "first"))["status"] == "cancelled"
-        assert (await finished(plain_api, bank_id, "second"))["status"] == "cancelled"
+        assert (await finished_operation(plain_api, bank_id, "first"))["status"] == "cancelled"
+        assert (await finished_operation(plain_api, bank_id, "second"))["status"] == "cancelled"
         retried = check(doc, await plain_api.post(f"{BASE}/{bank_id}/operations/first/retry"))
         assert retried == {
             "success": True,
             "message": "operation first queued for retry",
             "operation_id": "first",
         }
-        done = await finished(plain_api, bank_id, "first")
+        done = await finished_operation(plain_api, bank_id, "first")
         assert done["status"] == "completed", done
         assert done["result_metadata"]["document_ids"] == ["first"]
         facts = await plain_api.get(
@@ -81,7 +72,7 @@ async def test_a_cancelled_retain_is_retried_with_its_input_until_the_input_is_s
             await sweep_staging(conn, timedelta(0), timedelta(0))
         gone = await plain_api.post(f"{BASE}/{bank_id}/operations/second/retry")
         assert gone.status_code == 409 and "send the request again" in gone.json()["detail"]
-        assert (await finished(plain_api, bank_id, "second"))["status"] == "cancelled"
+        assert (await finished_operation(plain_api, bank_id, "second"))["status"] == "cancelled"
     missing = await plain_api.post(f"{BASE}/{bank_id}/operations/nope/retry")
     assert missing.status_code == 404
 
@@ -208,7 +199,7 @@ async def test_document_history_lists_each_write_and_reprocess_extracts_with_tod
     assert (await api.put(bank, json={"extraction_mode": "none"})).status_code == 200
     queued = check(doc, await api.post(f"{bank}/documents/notes/reprocess"))
     assert queued["success"] and queued["items_count"] == 2  # the retain's and the append's
-    done = await finished(api, bank_id, queued["operation_id"])
+    done = await finished_operation(api, bank_id, queued["operation_id"])
     assert done["status"] == "completed" and done["task_type"] == "reprocess", done
     facts = (await api.get(f"{bank}/memories/list", params={"document_id": "notes"})).json()
     assert sorted(f["text"] for f in facts["items"]) == [
@@ -245,7 +236,7 @@ async def test_reprocess_keeps_each_items_timestamp(api: httpx.AsyncClient, bank
     assert before == {"Ines moved to Lisbon.": "2021-03-01", "Ines moved to Porto.": "2023-09-15"}
     queued = (await api.post(f"{bank}/documents/log/reprocess")).json()
     assert queued["items_count"] == 2
-    assert (await finished(api, bank_id, queued["operation_id"]))["status"] == "completed"
+    assert (await finished_operation(api, bank_id, queued["operation_id"]))["status"] == "completed"
     assert await stamps() == before
     document = (await api.get(f"{bank}/documents/log")).json()
     assert document["original_text"] == "Ines moved to Lisbon.\n\nInes moved to Porto."

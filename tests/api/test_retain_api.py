@@ -6,6 +6,7 @@ import asyncio
 from typing import Any
 
 import httpx
+from support.operations import finished_operation
 
 BASE = "/v1/default/banks"
 
@@ -22,17 +23,6 @@ async def memories(api: httpx.AsyncClient, bank: str, **params: str) -> list[dic
     assert response.status_code == 200, response.text
     items: list[dict[str, Any]] = response.json()["items"]
     return items
-
-
-async def wait_operation(api: httpx.AsyncClient, bank: str, op: str) -> dict[str, Any]:
-    for _ in range(600):
-        response = await api.get(f"{BASE}/{bank}/operations/{op}")
-        assert response.status_code == 200, response.text
-        body: dict[str, Any] = response.json()
-        if body["status"] in ("completed", "failed", "cancelled"):
-            return body
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"operation {op} did not finish")
 
 
 async def test_retain_stores_a_fact_with_absolute_dates_and_entities(
@@ -155,7 +145,7 @@ async def test_async_retain_reports_its_operation(api: httpx.AsyncClient, bank_i
     }
     again = await retain(api, bank_id, body)
     assert again["operation_id"] == op
-    final = await wait_operation(api, bank_id, op)
+    final = await finished_operation(api, bank_id, op)
     assert final["status"] == "completed", final
     assert final["result_metadata"]["facts_added"] >= 1
     listed = (await api.get(f"{BASE}/{bank_id}/operations")).json()
@@ -178,7 +168,7 @@ async def test_operation_id_reused_for_other_work_is_a_conflict(
     )
     assert response.status_code == 409
     assert op in response.json()["detail"]
-    await wait_operation(api, bank_id, op)
+    await finished_operation(api, bank_id, op)
 
 
 async def test_concurrent_retains_of_one_document_never_interleave(

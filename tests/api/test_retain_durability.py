@@ -9,6 +9,7 @@ from typing import Any
 
 import httpx
 from prometheus_client import CollectorRegistry
+from support.operations import finished_operation
 from support.workers import kill, production_worker, worker_process
 from temporalio import activity
 from temporalio.testing import WorkflowEnvironment
@@ -46,15 +47,6 @@ async def fact_texts(api: httpx.AsyncClient, bank: str) -> list[str]:
     response = await api.get(f"{BASE}/{bank}/memories/list", params={"limit": "1000"})
     assert response.status_code == 200
     return sorted(item["text"] for item in response.json()["items"])
-
-
-async def wait_done(api: httpx.AsyncClient, bank: str, op: str, timeout: float) -> dict[str, Any]:
-    for _ in range(int(timeout / 0.2)):
-        body: dict[str, Any] = (await api.get(f"{BASE}/{bank}/operations/{op}")).json()
-        if body["status"] in ("completed", "failed", "cancelled"):
-            return body
-        await asyncio.sleep(0.2)
-    raise AssertionError(f"operation {op} did not finish")
 
 
 def flaky_worker(
@@ -118,7 +110,7 @@ async def test_a_worker_killed_mid_retain_is_replaced_and_nothing_is_lost_or_dou
         assert status["progress"]["processed"] < len(items), "the worker finished too soon"
         kill(victim)
         async with production_worker(temporal_env, settings, pool, embedder, cpu):
-            final = await wait_done(plain_api, bank_id, op, timeout=170)
+            final = await finished_operation(plain_api, bank_id, op, timeout=170)
             clean = await plain_api.post(f"{BASE}/{bank_id}-clean/memories", json={"items": items})
     assert final["status"] == "completed", final
     assert clean.status_code == 200, clean.text
@@ -142,7 +134,7 @@ async def test_a_cancelled_retain_stores_nothing_and_reports_cancelled(
     cancel = await plain_api.delete(f"{BASE}/{bank_id}/operations/{op}")  # no worker yet
     assert cancel.status_code == 200 and cancel.json()["success"] is True
     async with production_worker(temporal_env, settings, pool, embedder, cpu):
-        final = await wait_done(plain_api, bank_id, op, timeout=60)
+        final = await finished_operation(plain_api, bank_id, op, timeout=60)
     assert final["status"] == "cancelled"
     assert await fact_texts(plain_api, bank_id) == []
     again = await plain_api.delete(f"{BASE}/{bank_id}/operations/{op}")

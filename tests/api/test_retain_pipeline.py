@@ -4,11 +4,11 @@ that breaks the next retain into the bank."""
 
 from __future__ import annotations
 
-import asyncio
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import httpx
+from support.operations import finished_operation
 from support.workers import production_worker
 from temporalio.api.enums.v1 import EventType
 from temporalio.testing import WorkflowEnvironment
@@ -27,15 +27,6 @@ async def retain(api: httpx.AsyncClient, bank: str, body: dict[str, Any]) -> dic
     assert response.status_code == 200, response.text
     result: dict[str, Any] = response.json()
     return result
-
-
-async def wait_done(api: httpx.AsyncClient, bank: str, op: str) -> dict[str, Any]:
-    for _ in range(300):
-        body: dict[str, Any] = (await api.get(f"{BASE}/{bank}/operations/{op}")).json()
-        if body["status"] in ("completed", "failed", "cancelled"):
-            return body
-        await asyncio.sleep(0.2)
-    raise AssertionError(f"operation {op} did not finish")
 
 
 async def staged_rows(pool: Pool, operation_id: str) -> int:
@@ -195,7 +186,7 @@ async def test_ten_thousand_items_are_staged_and_a_cancelled_retain_keeps_only_i
         break
     assert (await plain_api.delete(f"{BASE}/{bank_id}/operations/{op}")).status_code == 200
     async with production_worker(temporal_env, settings, pool, embedder, cpu):
-        final = await wait_done(plain_api, bank_id, op)
+        final = await finished_operation(plain_api, bank_id, op)
     assert final["status"] == "cancelled"
     assert await staged_rows(pool, op) == 10_000
     async with pool.acquire() as conn:

@@ -5,7 +5,6 @@ brings nothing forgotten back. Driven through hindsight-client 1.1's generated A
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import io
 import json
@@ -19,6 +18,7 @@ from hindsight_client_api.api.document_transfer_api import DocumentTransferApi
 from hindsight_client_api.api_client import ApiClient
 from hindsight_client_api.configuration import Configuration
 from starlette.applications import Starlette
+from support.operations import completed_operation
 from support.serve import serve
 from temporalio.worker import Worker
 
@@ -31,15 +31,6 @@ NOTES = [
     ("pets", "Bo adopted a cat named Miso. Bo walks the dog every morning."),
     ("work", "Cy started a new job at the bakery. Cy bakes sourdough on Fridays."),
 ]
-
-
-async def operation(api: httpx.AsyncClient, bank: str, operation_id: str) -> dict[str, Any]:
-    while True:
-        body: dict[str, Any] = (await api.get(f"{BASE}/{bank}/operations/{operation_id}")).json()
-        if body["status"] in ("completed", "failed", "cancelled"):
-            assert body["status"] == "completed", body
-            return body
-        await asyncio.sleep(0.05)
 
 
 async def snapshot(api: httpx.AsyncClient, bank: str) -> dict[str, Any]:
@@ -87,16 +78,18 @@ async def test_export_download_restore_and_clone(
     async with serve(app) as url, ApiClient(Configuration(host=url)) as client:
         banks, documents = BankTransferApi(client), DocumentTransferApi(client)
         submitted = await banks.export_bank_transfer(bank_id)
-        exported = await operation(api, bank_id, submitted.operation_id)
+        exported = await completed_operation(api, bank_id, submitted.operation_id)
         meta = exported["result_metadata"]
         assert meta["download_url"] == f"/v1/default/files/download/{meta['storage_key']}"
         archive = bytes(await documents.download_file(meta["storage_key"]))
         assert len(archive) == meta["byte_size"]
         # Restore on "another machine": the target bank does not exist yet.
         imported = await banks.import_bank_transfer(restored, ("bank.zip", archive))
-        result = (await operation(api, restored, imported.operation_id))["result_metadata"]
+        result = (await completed_operation(api, restored, imported.operation_id))[
+            "result_metadata"
+        ]
         clone = await banks.clone_bank(bank_id, target_bank_id=cloned)
-        await operation(api, bank_id, clone.operation_id)
+        await completed_operation(api, bank_id, clone.operation_id)
 
     with zipfile.ZipFile(io.BytesIO(archive)) as opened:
         manifest = json.loads(opened.read("manifest.json"))
@@ -146,7 +139,7 @@ async def test_document_merge_keeps_forgotten_facts_out(
         # hindsight-client marks the document-transfer calls deprecated (transfer/* replace them).
         with pytest.warns(DeprecationWarning):
             submitted = await documents.export_documents(bank_id, document_id=["pets", "work"])
-        meta = (await operation(api, bank_id, submitted.operation_id))["result_metadata"]
+        meta = (await completed_operation(api, bank_id, submitted.operation_id))["result_metadata"]
         archive = bytes(await documents.download_file(meta["storage_key"]))
         # After the export, the bank forgets a fact the archive still holds.
         assert (
@@ -156,7 +149,7 @@ async def test_document_merge_keeps_forgotten_facts_out(
             merged = await documents.import_documents(
                 bank_id, ("docs.zip", archive), on_conflict="new-id"
             )
-        result = (await operation(api, bank_id, merged.operation_id))["result_metadata"]
+        result = (await completed_operation(api, bank_id, merged.operation_id))["result_metadata"]
     assert result["documents_imported"] == 2
     listed = (await api.get(f"{BASE}/{bank_id}/documents")).json()["items"]
     ids = sorted(d["id"] for d in listed)

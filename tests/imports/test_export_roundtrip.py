@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from typing import Any
 
 import httpx
+from support.operations import finished_import
 
 from engine.imports.model import SourceFile
 from engine.imports.parse import detect_format
@@ -51,19 +51,10 @@ LOCOMO_STYLE = [
 ]
 
 
-async def wait_import(api: httpx.AsyncClient, operation_id: str) -> dict[str, Any]:
-    for _ in range(900):
-        body: dict[str, Any] = (await api.get(f"/v1/default/imports/{operation_id}")).json()
-        if body["status"] in ("completed", "failed", "cancelled"):
-            return body
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"import {operation_id} did not finish")
-
-
 async def import_content(api: httpx.AsyncClient, bank: str, content: str) -> dict[str, Any]:
     response = await api.post(f"{BASE}/{bank}/import", json={"content": content})
     assert response.status_code == 202, response.text
-    return await wait_import(api, response.json()["operation_id"])
+    return await finished_import(api, response.json()["operation_id"])
 
 
 async def facts(api: httpx.AsyncClient, bank: str) -> list[tuple[str, str | None, str | None]]:

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from typing import Any
 
 import httpx
+from support.operations import finished_import
 
 BASE = "/v1/default/banks"
 
@@ -45,17 +45,6 @@ async def start(api: httpx.AsyncClient, bank: str, body: dict[str, Any]) -> dict
     return result
 
 
-async def wait_import(api: httpx.AsyncClient, operation_id: str) -> dict[str, Any]:
-    for _ in range(900):
-        response = await api.get(f"/v1/default/imports/{operation_id}")
-        assert response.status_code == 200, response.text
-        body: dict[str, Any] = response.json()
-        if body["status"] in ("completed", "failed", "cancelled"):
-            return body
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"import {operation_id} did not finish")
-
-
 async def facts(api: httpx.AsyncClient, bank: str) -> dict[str, str]:
     response = await api.get(f"{BASE}/{bank}/memories/list", params={"limit": "1000"})
     assert response.status_code == 200, response.text
@@ -74,7 +63,7 @@ async def test_a_jsonl_import_stores_one_document_per_conversation(
     started = await start(api, bank_id, {"content": content, "name": "chat.jsonl"})
     assert started["formats"] == ["jsonl"]
     assert (started["documents"], started["items"], started["skipped"]) == (2, 10, 0)
-    final = await wait_import(api, started["operation_id"])
+    final = await finished_import(api, started["operation_id"])
     assert final["status"] == "completed", final
     progress = final["progress"]
     assert progress["documents_done"] == progress["documents_total"] == 2
@@ -94,11 +83,11 @@ async def test_importing_the_same_file_twice_changes_nothing(
     api: httpx.AsyncClient, bank_id: str
 ) -> None:
     content = "\n".join(chat_lines("trip", 3))
-    first = await wait_import(
+    first = await finished_import(
         api, (await start(api, bank_id, {"content": content}))["operation_id"]
     )
     before = await facts(api, bank_id)
-    second = await wait_import(
+    second = await finished_import(
         api, (await start(api, bank_id, {"content": content}))["operation_id"]
     )
     assert first["status"] == second["status"] == "completed"
@@ -110,10 +99,12 @@ async def test_an_extended_export_only_adds_what_is_new(
     api: httpx.AsyncClient, bank_id: str
 ) -> None:
     old = chat_lines("trip", 3)
-    await wait_import(api, (await start(api, bank_id, {"content": "\n".join(old)}))["operation_id"])
+    await finished_import(
+        api, (await start(api, bank_id, {"content": "\n".join(old)}))["operation_id"]
+    )
     before = await facts(api, bank_id)
     extended = old + chat_lines("trip", 2, start_day=10)
-    final = await wait_import(
+    final = await finished_import(
         api, (await start(api, bank_id, {"content": "\n".join(extended)}))["operation_id"]
     )
     after = await facts(api, bank_id)
@@ -134,7 +125,7 @@ async def test_malformed_lines_are_reported_with_their_position_and_skipped(
     positions = [(e["position"], e["message"]) for e in started["errors"]]
     assert positions[0][0] == "c.jsonl line 2" and "not valid JSON" in positions[0][1]
     assert positions[1] == ("c.jsonl line 6", "has no content")
-    final = await wait_import(api, started["operation_id"])
+    final = await finished_import(api, started["operation_id"])
     assert final["status"] == "completed"
     assert final["skipped"] == 2 and final["errors"][0]["position"] == "c.jsonl line 2"
 

@@ -10,6 +10,7 @@ from typing import Any
 
 import httpx
 import pytest
+from support.operations import finished_import
 from support.workers import kill, production_worker, worker_process
 from temporalio.testing import WorkflowEnvironment
 
@@ -58,15 +59,6 @@ async def status(api: httpx.AsyncClient, operation_id: str) -> dict[str, Any]:
     return body
 
 
-async def wait_done(api: httpx.AsyncClient, operation_id: str, timeout: float) -> dict[str, Any]:
-    for _ in range(int(timeout / 0.2)):
-        body = await status(api, operation_id)
-        if body["status"] in ("completed", "failed", "cancelled"):
-            return body
-        await asyncio.sleep(0.2)
-    raise AssertionError(f"import {operation_id} did not finish")
-
-
 @pytest.mark.timeout(300)
 async def test_a_worker_killed_mid_import_is_replaced_and_nothing_is_lost_or_doubled(
     plain_api: httpx.AsyncClient,
@@ -90,12 +82,14 @@ async def test_a_worker_killed_mid_import_is_replaced_and_nothing_is_lost_or_dou
         assert 2 <= progress["documents_done"] < 16, progress
         kill(victim)
         async with production_worker(temporal_env, settings, pool, embedder, cpu):
-            final = await wait_done(plain_api, operation_id, timeout=200)
+            final = await finished_import(plain_api, operation_id, timeout=200)
             clean = await plain_api.post(
                 f"{BASE}/{bank_id}-clean/import", json={"content": content}
             )
             assert clean.status_code == 202, clean.text
-            clean_final = await wait_done(plain_api, clean.json()["operation_id"], timeout=200)
+            clean_final = await finished_import(
+                plain_api, clean.json()["operation_id"], timeout=200
+            )
     assert final["status"] == clean_final["status"] == "completed", (final, clean_final)
     texts = await fact_texts(plain_api, bank_id)
     assert texts == await fact_texts(plain_api, f"{bank_id}-clean")

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import httpx
+from support.operations import finished_operation
 
 
 async def retain(api: httpx.AsyncClient, bank_id: str, document_id: str, text: str) -> None:
@@ -21,17 +21,6 @@ async def create_model(api: httpx.AsyncClient, bank_id: str, **body: Any) -> dic
     assert response.status_code == 200, response.text
     created: dict[str, Any] = response.json()
     return created
-
-
-async def wait_operation(api: httpx.AsyncClient, bank_id: str, operation_id: str) -> dict[str, Any]:
-    """The operation once it is finished (the test's timeout bounds the wait)."""
-    while True:
-        response = await api.get(f"/v1/default/banks/{bank_id}/operations/{operation_id}")
-        assert response.status_code == 200, response.text
-        operation: dict[str, Any] = response.json()
-        if operation["status"] in ("completed", "failed", "cancelled"):
-            return operation
-        await asyncio.sleep(0.1)
 
 
 async def get_model(api: httpx.AsyncClient, bank_id: str, model_id: str) -> dict[str, Any]:
@@ -55,4 +44,4 @@ async def refresh(
     url = f"/v1/default/banks/{bank_id}/mental-models/{model_id}/refresh"
     response = await (api.post(url, json=body) if body is not None else api.post(url))
     assert response.status_code == 200, response.text
-    return await wait_operation(api, bank_id, response.json()["operation_id"])
+    return await finished_operation(api, bank_id, response.json()["operation_id"])

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import httpx
 import pytest
+from support.operations import finished_operation
 
-from mental_models.mental_models_support import create_model, get_model, wait_operation
+from mental_models.mental_models_support import create_model, get_model
 
 
 async def test_create_read_list_update_delete(api: httpx.AsyncClient, bank_id: str) -> None:
@@ -21,7 +22,7 @@ async def test_create_read_list_update_delete(api: httpx.AsyncClient, bank_id: s
         trigger={"refresh_after_consolidation": True},
     )
     assert created["mental_model_id"] == "team-stack"
-    operation = await wait_operation(api, bank_id, created["operation_id"])
+    operation = await finished_operation(api, bank_id, created["operation_id"])
     assert operation["status"] == "completed"
     assert operation["task_type"] == "refresh_mental_model"
 
@@ -101,7 +102,7 @@ async def test_bad_input_is_a_400_naming_the_field(
 
 async def test_unknown_model_is_a_404(api: httpx.AsyncClient, bank_id: str) -> None:
     created = await create_model(api, bank_id, id="known", name="N", source_query="Q")
-    await wait_operation(api, bank_id, created["operation_id"])  # its first refresh is done
+    await finished_operation(api, bank_id, created["operation_id"])  # its first refresh is done
     base = f"/v1/default/banks/{bank_id}/mental-models/unknown"
     assert (await api.get(base)).status_code == 404
     assert (await api.patch(base, json={"name": "x"})).status_code == 404

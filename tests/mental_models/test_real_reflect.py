@@ -8,6 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 from prometheus_client import CollectorRegistry
+from support.operations import finished_operation
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
@@ -19,7 +20,6 @@ from mental_models.mental_models_support import (
     get_model,
     history,
     retain,
-    wait_operation,
 )
 from worker.main import WorkerServices, build_worker
 from worker.metrics import ActivityMetrics, MetricsInterceptor
@@ -47,7 +47,7 @@ async def test_a_refresh_through_the_real_reflect_stores_its_evidence(
     created = await create_model(
         api, bank_id, id="stack", name="Stack", source_query="Which database does the team use?"
     )
-    operation = await wait_operation(api, bank_id, created["operation_id"])
+    operation = await finished_operation(api, bank_id, created["operation_id"])
     assert operation["status"] == "completed", operation
     model = await get_model(api, bank_id, "stack")
     assert model["reflect_response"]["llm_configured"] is False
@@ -66,7 +66,7 @@ async def test_a_dry_run_reports_what_its_retrieval_returned(
     created = await create_model(
         api, bank_id, id="travel", name="Travel", source_query="Where did Ines travel?"
     )
-    await wait_operation(api, bank_id, created["operation_id"])
+    await finished_operation(api, bank_id, created["operation_id"])
     url = f"/v1/default/banks/{bank_id}/mental-models/travel/dry-run-refresh"
     preview = await api.post(url)
     assert preview.status_code == 200, preview.text

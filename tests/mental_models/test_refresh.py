@@ -8,6 +8,7 @@ import asyncio
 from typing import Any
 
 import httpx
+from support.operations import finished_operation
 
 from mental_models.mental_models_support import (
     create_model,
@@ -15,7 +16,6 @@ from mental_models.mental_models_support import (
     history,
     refresh,
     retain,
-    wait_operation,
 )
 
 # Raw facts only: observations written by the consolidation each retain starts must not
@@ -37,7 +37,7 @@ async def test_a_refresh_stores_a_version_based_on_the_evidence(
     created = await create_model(
         api, bank_id, id="stack", name="Stack", source_query="What database?", trigger=FACTS_ONLY
     )
-    operation = await wait_operation(api, bank_id, created["operation_id"])
+    operation = await finished_operation(api, bank_id, created["operation_id"])
     assert operation["result_metadata"]["status"] == "refreshed"
 
     model = await get_model(api, bank_id, "stack")
@@ -60,7 +60,7 @@ async def test_a_refresh_with_nothing_changed_is_skipped(
     created = await create_model(
         api, bank_id, id="stack", name="Stack", source_query="What database?", trigger=FACTS_ONLY
     )
-    await wait_operation(api, bank_id, created["operation_id"])
+    await finished_operation(api, bank_id, created["operation_id"])
 
     again = await refresh(api, bank_id, "stack")
     assert again["status"] == "completed"
@@ -80,7 +80,7 @@ async def test_a_new_relevant_fact_makes_the_next_refresh_run(
     created = await create_model(
         api, bank_id, id="stack", name="Stack", source_query="What database?", trigger=FACTS_ONLY
     )
-    await wait_operation(api, bank_id, created["operation_id"])
+    await finished_operation(api, bank_id, created["operation_id"])
     await retain(api, bank_id, "cache", "The team added Redis as a cache in front of Postgres.")
 
     done = await refresh(api, bank_id, "stack")
@@ -104,7 +104,7 @@ async def test_deleting_an_evidence_fact_makes_the_next_refresh_run(
     created = await create_model(
         api, bank_id, id="stack", name="Stack", source_query="What database?", trigger=FACTS_ONLY
     )
-    await wait_operation(api, bank_id, created["operation_id"])
+    await finished_operation(api, bank_id, created["operation_id"])
     deleted = await fact_ids(api, bank_id, "old")
     before = await get_model(api, bank_id, "stack")
     assert deleted <= {e["id"] for e in before["based_on"]}
@@ -124,7 +124,7 @@ async def test_a_cleared_model_is_refreshed_in_full(api: httpx.AsyncClient, bank
     created = await create_model(
         api, bank_id, id="stack", name="Stack", source_query="What database?", trigger=FACTS_ONLY
     )
-    await wait_operation(api, bank_id, created["operation_id"])
+    await finished_operation(api, bank_id, created["operation_id"])
     cleared = await api.post(f"/v1/default/banks/{bank_id}/mental-models/stack/clear")
     assert cleared.status_code == 200 and cleared.json()["content"] == ""
 
@@ -147,8 +147,8 @@ async def test_a_consolidation_that_changed_something_refreshes_models_that_ask(
     manual = await create_model(
         api, bank_id, id="manual", name="Manual", source_query="What database?"
     )
-    await wait_operation(api, bank_id, watching["operation_id"])
-    await wait_operation(api, bank_id, manual["operation_id"])
+    await finished_operation(api, bank_id, watching["operation_id"])
+    await finished_operation(api, bank_id, manual["operation_id"])
     # The second fact about Alice makes consolidation write an observation.
     await retain(api, bank_id, "week-1", "Alice: I struggle with async Python.")
     await retain(api, bank_id, "week-3", "Alice: I wrote async database calls today.")
@@ -175,7 +175,7 @@ async def test_a_failed_refresh_is_reported_on_the_operation_and_the_model(
     created = await create_model(
         api, bank_id, id="broken", name="Broken", source_query="What now? [fail]"
     )
-    operation = await wait_operation(api, bank_id, created["operation_id"])
+    operation = await finished_operation(api, bank_id, created["operation_id"])
     assert operation["status"] == "failed"
     assert "the model is down" in operation["error_message"]
     model = await get_model(api, bank_id, "broken")

@@ -12,6 +12,7 @@ from typing import Any
 
 import httpx
 import pytest
+from support.operations import finished_operation
 from temporalio.client import (
     ScheduleActionStartWorkflow,
     ScheduleDescription,
@@ -26,7 +27,6 @@ from mental_models.mental_models_support import (
     get_model,
     history,
     retain,
-    wait_operation,
 )
 from workflows.mental_models import MentalModelTriggerWorkflow
 
@@ -93,7 +93,7 @@ async def test_a_nightly_report_answers_its_questions_on_every_run(
         questions=["What changed today?", "What is at risk?"],
         trigger={"refresh_cron": "0 2 * * *"},
     )
-    await wait_operation(api, bank_id, created["operation_id"])
+    await finished_operation(api, bank_id, created["operation_id"])
     report = await get_model(api, bank_id, "nightly")
     assert report["kind"] == "report"
     assert report["questions"] == ["What changed today?", "What is at risk?"]
@@ -131,7 +131,7 @@ async def test_a_scheduled_model_refresh_is_skipped_when_nothing_changed(
         source_query="What database?",
         trigger={"refresh_cron": "0 2 * * *", "fact_types": ["world", "experience"]},
     )
-    await wait_operation(api, bank_id, created["operation_id"])
+    await finished_operation(api, bank_id, created["operation_id"])
     model = await get_model(api, bank_id, "stack")
     await temporal_env.client.get_schedule_handle(model["schedule_id"]).trigger()
     scheduled: list[dict[str, Any]] = []

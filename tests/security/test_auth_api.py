@@ -4,7 +4,6 @@ bank scoped to the key, the audit trail of writes, and the request limits."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -18,6 +17,7 @@ from hindsight_client_api.api_client import ApiClient
 from hindsight_client_api.configuration import Configuration
 from starlette.applications import Starlette
 from support.openapi import check
+from support.operations import finished
 from support.serve import serve
 from temporalio.worker import Worker
 
@@ -154,11 +154,7 @@ async def test_downloads_are_scoped_to_their_file_bank(
     export = await api.post(f"{BASE}/{seeded}/transfer/export", headers=_auth(admin))
     assert export.status_code == 202, export.text
     operation = f"{BASE}/{seeded}/operations/{export.json()['operation_id']}"
-    while True:
-        body = (await api.get(operation, headers=_auth(admin))).json()
-        if body["status"] in ("completed", "failed"):
-            break
-        await asyncio.sleep(0.05)
+    body = await finished(api, operation, headers=_auth(admin))
     url = body["result_metadata"]["download_url"]
     own = await _key(pool, seeded, "read")
     other = await _key(pool, "bank-elsewhere", "admin")
