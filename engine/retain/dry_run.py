@@ -2,7 +2,7 @@
 would extract from a text with given options, and the LLM tokens spent; nothing is stored,
 resolved, linked or embedded.
 
-It chunks as retain does (engine/chunking.py, conversation-aware) and calls the same
+It chunks as retain does (engine/chunking/, conversation-aware) and calls the same
 extractors (engine/extraction/), each chunk with the speaker its turns name, so the preview
 is what the pipeline's extract step would produce for the same text and options.
 """
