@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from datetime import UTC, date, datetime, timedelta, timezone
 
 import pytest
@@ -218,25 +217,6 @@ def test_merge_unions_disjoint_spans() -> None:
     merged = merge_spans(find_time_spans(text, REF), text)
     assert merged is not None
     assert (days(merged), merged.expression) == ((date(2019, 1, 1), date(2021, 12, 31)), text)
-
-
-def test_finding_spans_is_fast_on_chat_sentences() -> None:
-    sentences = [
-        "I went to a LGBTQ support group yesterday and it was so powerful.",
-        "The transgender stories were so inspiring!",
-        "Wow, love that painting! What's it done for you?",
-        "I'm keen on counseling or working in mental health.",
-        "We're thinking about going camping next month.",
-        "Thanks, Mel! My goal is to give kids a loving home.",
-        "I ran a charity race for mental health last Saturday.",
-        "This is my favourite spot in the park, I may go again.",
-        "Did you see the 3 new puppies?",
-        "We may visit Paris in the spring of 2024 or so.",
-    ] * 100
-    started = time.perf_counter()
-    for sentence in sentences:
-        find_time_spans(sentence, REF)
-    assert time.perf_counter() - started < 1.0  # measured ~0.03 s for 1,000 sentences
 
 
 @pytest.mark.parametrize(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from datetime import UTC, datetime
 
 import pytest
@@ -243,23 +242,3 @@ def test_extraction_is_deterministic() -> None:
         'We read "Becoming Nicole" in New York City last spring.'
     )
     assert extract(text) == extract(text)
-
-
-def test_thousand_chat_turns_extract_quickly() -> None:
-    turns = [
-        CAROLINE,
-        "Melanie: Wow, that's cool, Caroline! What happened that was so awesome?",
-        "Caroline: The transgender stories were so inspiring! I was so happy and thankful.",
-        "Melanie: I ran a charity race for mental health last Saturday – it was rewarding.",
-        "Caroline: I'm keen on counseling or working in mental health.",
-        "Melanie: We're thinking about going camping next month. Any fun plans?",
-        'Caroline: I just finished "Becoming Nicole" by Amy Ellis Nutt, I loved it.',
-        "Melanie: Thanks, Caroline! Painting's a fun way to express my feelings.",
-        "Caroline: My friend Sarah and I walked through Central Park in June 2022.",
-        "Melanie: Hey Caroline! Good to see you!",
-    ] * 100
-    extractor = LocalExtractor()
-    started = time.perf_counter()
-    for turn in turns:
-        extractor.extract(turn, CHAT)
-    assert time.perf_counter() - started < 5.0  # measured ~0.4 s for 1,000 LoCoMo turns
