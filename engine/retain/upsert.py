@@ -9,6 +9,8 @@ interleaving even outside Temporal's per-document workflow ids.
 from __future__ import annotations
 
 import hashlib
+from collections import Counter
+from dataclasses import dataclass, field
 from typing import Any
 
 import asyncpg
@@ -44,7 +46,8 @@ _DROP_CHUNKS = "DELETE FROM chunks WHERE bank_id = $1 AND chunk_id = ANY($2::tex
 
 # Lock order, shared with consolidation (engine/consolidation/candidates.py): facts first (in
 # consolidation's order: event time, then id), then the bank's statistics row (taken by the
-# fact insert's and delete's triggers), then BM25 term rows, then entities. Dropping chunks
+# fact delete's trigger, or by the statistics this upsert adds at its end), then BM25 term
+# rows, then entities. Dropping chunks
 # deletes their facts through a cascade that interleaves fact, statistics and term locks, so
 # the facts are locked here first.
 _LOCK_DROPPED_FACTS = """
@@ -106,12 +109,34 @@ FROM unnest($2::uuid[], $3::int[]) WITH ORDINALITY AS u(fact_id, token_count, or
 JOIN staged_facts s ON s.fact_id = u.fact_id
 ORDER BY u.ord
 ON CONFLICT (id) DO NOTHING
+RETURNING token_count
 """
 
 _TERMS = """
 INSERT INTO memory_terms (bank_id, term, unit_id, tf)
 SELECT $1, * FROM unnest($2::text[], $3::uuid[], $4::int[])
 ON CONFLICT DO NOTHING
+RETURNING term
+"""
+
+# The BM25 statistics of the facts and terms inserted above, applied by the upsert itself
+# just before it commits (migration 0028): the insert triggers would lock the bank's
+# statistics row and its shared term rows from the first insert to the commit, and every
+# batch of the bank queued behind the rest of the one before (LoCoMo, one document per
+# message, 32 batches in flight: upsert_documents 2.0 s a batch, mostly waiting). Only the
+# rows these statements inserted count (RETURNING of ON CONFLICT DO NOTHING), so a retried
+# or overlapping upsert adds nothing twice. Term rows in term order, as the trigger did.
+_DEFER_STATISTICS = "SELECT set_config('engram.deferred_statistics', $1, true)"
+_ADD_BANK_STATS = """
+INSERT INTO bank_stats AS s (bank_id, unit_count, total_terms) VALUES ($1, $2, $3)
+ON CONFLICT (bank_id) DO UPDATE
+SET unit_count = s.unit_count + EXCLUDED.unit_count,
+    total_terms = s.total_terms + EXCLUDED.total_terms
+"""
+_ADD_TERM_STATS = """
+INSERT INTO bank_term_stats AS s (bank_id, term, df)
+SELECT $1, d.term, d.n FROM unnest($2::text[], $3::int[]) AS d(term, n) ORDER BY d.term
+ON CONFLICT (bank_id, term) DO UPDATE SET df = s.df + EXCLUDED.df
 """
 
 _UNIT_ENTITIES = """
@@ -268,21 +293,23 @@ async def upsert_documents(conn: Connection, jobs: list[UpsertDocument]) -> list
         )
         chunk_ids = new_ids
         new_facts = await conn.fetchval(_NEW_FACTS, [row["fact_id"] for row in staged])
-        links = await _store_units(conn, bank, staged)
+        stored = await _store_units(conn, bank, staged)
         # Supersession and restoring of archived facts (docs/lifecycle.md), same transaction.
         await lifecycle_after_store(conn, bank, [row["fact_id"] for row in staged])
-        touched = {eid for row in staged for eid in (row["entity_ids"] or [])}
-        everything = sorted(touched | set(removed_entities))
-        await conn.execute(_LOCK_ENTITIES, everything)
-        await conn.execute(_REFRESH_ENTITIES, removed_entities)
-        await conn.execute(_COUNT_ADDED_MENTIONS, removed_entities, new_facts)
-        await conn.execute(DELETE_ORPHAN_ENTITIES, bank, removed_entities)
         operations = sorted({job.operation_id for job in jobs})
         await conn.execute(_CLEAR_STAGED, bank, documents, chunk_ids, operations)
         added: dict[str, int] = {
             r["document_id"]: r["count"]
             for r in await conn.fetch(_FACTS_PER_DOCUMENT, bank, chunk_ids)
         }
+        # The shared rows last, in the lock order above: statistics, term rows, entities.
+        await _add_statistics(conn, bank, stored)
+        touched = {eid for row in staged for eid in (row["entity_ids"] or [])}
+        everything = sorted(touched | set(removed_entities))
+        await conn.execute(_LOCK_ENTITIES, everything)
+        await conn.execute(_REFRESH_ENTITIES, removed_entities)
+        await conn.execute(_COUNT_ADDED_MENTIONS, removed_entities, new_facts)
+        await conn.execute(DELETE_ORPHAN_ENTITIES, bank, removed_entities)
     return [
         UpsertResult(
             document_id=job.plan.document_id,
@@ -290,7 +317,7 @@ async def upsert_documents(conn: Connection, jobs: list[UpsertDocument]) -> list
             facts_removed=removed,
             chunks_added=len(job.plan.new_chunks),
             chunks_removed=len(job.plan.dropped_chunk_ids),
-            links_added=links.get(job.plan.document_id, 0),
+            links_added=stored.links.get(job.plan.document_id, 0),
         )
         for job, removed in zip(jobs, facts_removed, strict=True)
     ]
@@ -335,10 +362,21 @@ async def _document_rows(
     return int(facts_removed), removed_entities
 
 
-async def _store_units(conn: Connection, bank: str, staged: list[asyncpg.Record]) -> dict[str, int]:
-    """Staged facts (of any documents) into memory; returns the links stored per document."""
+@dataclass
+class _Stored:
+    """What one upsert inserted: its statistics (applied at the end) and links per document."""
+
+    units: int = 0
+    tokens: int = 0
+    terms: Counter[str] = field(default_factory=Counter)
+    links: dict[str, int] = field(default_factory=dict)
+
+
+async def _store_units(conn: Connection, bank: str, staged: list[asyncpg.Record]) -> _Stored:
+    """Staged facts (of any documents) into memory, their statistics left to the caller."""
+    stored = _Stored()
     if not staged:
-        return {}
+        return stored
     ids = [row["fact_id"] for row in staged]
     token_counts: list[int] = []
     term_rows: tuple[list[str], list[Any], list[int]] = ([], [], [])
@@ -349,17 +387,29 @@ async def _store_units(conn: Connection, bank: str, staged: list[asyncpg.Record]
             term_rows[0].append(term)
             term_rows[1].append(row["fact_id"])
             term_rows[2].append(count)
-    await conn.execute(_UNITS, bank, ids, token_counts)
-    await conn.execute(_TERMS, bank, *term_rows)
+    await conn.execute(_DEFER_STATISTICS, "on")
+    units = await conn.fetch(_UNITS, bank, ids, token_counts)
+    terms = await conn.fetch(_TERMS, bank, *term_rows)
+    await conn.execute(_DEFER_STATISTICS, "off")
+    stored.units = len(units)
+    stored.tokens = sum(r["token_count"] for r in units)
+    stored.terms.update(r["term"] for r in terms)
     await conn.execute(_UNIT_ENTITIES, bank, ids)
     document_of = {row["fact_id"]: row["document_id"] for row in staged}
-    links: dict[str, int] = {}
     # A stored link counts for its source's document; a link that waited for one of these
     # facts, for the document of the fact that arrived.
     for row in await conn.fetch(_LINKS, bank, ids):
         document = document_of[row["from_unit"]]
-        links[document] = links.get(document, 0) + 1
+        stored.links[document] = stored.links.get(document, 0) + 1
     for row in await conn.fetch(_ARRIVED, ids):
         document = document_of[row["to_unit"]]
-        links[document] = links.get(document, 0) + 1
-    return links
+        stored.links[document] = stored.links.get(document, 0) + 1
+    return stored
+
+
+async def _add_statistics(conn: Connection, bank: str, stored: _Stored) -> None:
+    if stored.units:
+        await conn.execute(_ADD_BANK_STATS, bank, stored.units, stored.tokens)
+    if stored.terms:
+        terms = sorted(stored.terms)
+        await conn.execute(_ADD_TERM_STATS, bank, terms, [stored.terms[t] for t in terms])

@@ -3,9 +3,9 @@ import and the consolidation sweep met (LoCoMo import, deadlock detected on both
 commit: consolidation takes its facts and the bank's statistics row in the order upsert does.
 
 The interleaving is forced: a third transaction holds one BM25 statistics row, so the upsert
-stops right after it took the bank's statistics row (inserting its facts) and before it
-inserts its links to the stored facts; the consolidation batch then starts, and the row is
-released once the batch waits.
+stops right after it took the bank's statistics row, holding key-share locks on the stored
+facts its links point to (since migration 0028 it adds its statistics at its end, after the
+links); the consolidation batch then starts, and the row is released once the batch waits.
 """
 
 from __future__ import annotations
