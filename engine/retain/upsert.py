@@ -306,10 +306,16 @@ async def upsert_documents(conn: Connection, jobs: list[UpsertDocument]) -> list
         await _add_statistics(conn, bank, stored)
         touched = {eid for row in staged for eid in (row["entity_ids"] or [])}
         everything = sorted(touched | set(removed_entities))
-        await conn.execute(_LOCK_ENTITIES, everything)
-        await conn.execute(_REFRESH_ENTITIES, removed_entities)
-        await conn.execute(_COUNT_ADDED_MENTIONS, removed_entities, new_facts)
-        await conn.execute(DELETE_ORPHAN_ENTITIES, bank, removed_entities)
+        # Every statement here runs while this batch holds the bank's statistics row, so the
+        # ones with nothing to do are not sent (a round trip to a busy worker costs).
+        if everything:
+            await conn.execute(_LOCK_ENTITIES, everything)
+        if removed_entities:
+            await conn.execute(_REFRESH_ENTITIES, removed_entities)
+        if new_facts:
+            await conn.execute(_COUNT_ADDED_MENTIONS, removed_entities, new_facts)
+        if removed_entities:
+            await conn.execute(DELETE_ORPHAN_ENTITIES, bank, removed_entities)
     return [
         UpsertResult(
             document_id=job.plan.document_id,
