@@ -132,10 +132,10 @@ LIMIT $8
 _PEER_COLUMNS = """m.id::text AS id, m.text, 1 - (m.embedding <=> $3) AS similarity,
        NULL::jsonb AS claim, coalesce(m.occurred_start, m.mentioned_at, m.created_at) AS event_at,
        m.created_at, m.embedding, m.token_vectors"""
-_PEER_UNUSED = f"""m.bank_id = $1 AND m.fact_type <> 'observation' AND {_IN_SCOPE}
+_PEER_FILTER = f"""m.bank_id = $1 AND m.fact_type <> 'observation' AND {_IN_SCOPE}
   AND m.state IN ('active', 'superseded') AND m.consolidated_at IS NOT NULL AND m.id <> $4::uuid
-  AND NOT EXISTS (SELECT 1 FROM observation_evidence e WHERE e.fact_id = m.id)"""
-_PEER_FILTER = f"{_PEER_UNUSED}\n  AND 1 - (m.embedding <=> $3) >= $6"
+  AND NOT EXISTS (SELECT 1 FROM observation_evidence e WHERE e.fact_id = m.id)
+  AND 1 - (m.embedding <=> $3) >= $6"""
 _PEERS_BY_ENTITY = f"""
 WITH sharing AS MATERIALIZED (
     SELECT DISTINCT ue.unit_id FROM unit_entities ue
@@ -152,8 +152,9 @@ ORDER BY p.distance, p.id
 LIMIT $7
 """
 # A fact naming popular entities (more mentions in all than PEER_SCAN_MENTIONS) reads its
-# peers among the bank's PEER_NEAREST nearest facts instead (HNSW, filters inside the scan),
-# then keeps those sharing an entity: the cost no longer grows with how popular its entities
+# peers among the bank's PEER_NEAREST nearest facts instead (HNSW; only the bank and type
+# inside the scan, so it stops after about PEER_NEAREST tuples), then keeps the unused ones
+# sharing an entity: the cost no longer grows with how popular its entities
 # are (the skewed journal of bench/entity_skew.py: a few people are named in thousands of
 # facts, and the entity path read all of them for each such fact, so consolidation slowed as
 # more of them were consolidated). What it can miss are peers farther than the PEER_NEAREST
@@ -162,32 +163,36 @@ LIMIT $7
 # resolution and consolidation on a skewed journal").
 PEER_SCAN_MENTIONS = 400
 PEER_NEAREST = 200
-# Index tuples the scan may visit looking for PEER_NEAREST that pass the filters (most facts
-# of a bank still waiting for consolidation fail them); pgvector's default is 20,000.
+# Index tuples the scan may visit looking for PEER_NEAREST of the bank (other banks' facts
+# share the index); pgvector's default is 20,000.
 PEER_SCAN_TUPLES = 2000
 _MENTIONS = "SELECT coalesce(sum(mention_count), 0) FROM entities WHERE id = ANY($1::uuid[])"
 _SCAN_SAVE = """
 SELECT current_setting('hnsw.ef_search', true) AS ef,
        current_setting('hnsw.iterative_scan', true) AS scan,
-       current_setting('hnsw.max_scan_tuples', true) AS tuples
+       current_setting('hnsw.max_scan_tuples', true) AS tuples,
+       current_setting('enable_sort') AS sort
 """
-# strict_order: the scan returns rows in distance order while it looks further for rows that
-# pass the filters (pgvector >= 0.8); SET LOCAL, restored after the query.
+# strict_order: the scan returns rows in distance order while it looks further for rows of
+# the bank (pgvector >= 0.8); no sort, so the planner walks the index rather than measuring
+# the whole bank (as engine/retain/links.py does for the same reason). SET LOCAL, restored
+# after the query.
 _SCAN_SET = (
     "SELECT set_config('hnsw.ef_search', $1, true),"
     " set_config('hnsw.iterative_scan', $2, true),"
-    " set_config('hnsw.max_scan_tuples', $3, true)"
+    " set_config('hnsw.max_scan_tuples', $3, true),"
+    " set_config('enable_sort', $4, true)"
 )
 _PEERS_NEAREST = f"""
 WITH near AS MATERIALIZED (
     SELECT m.id FROM memory_units m
-    WHERE {_PEER_UNUSED}
+    WHERE m.bank_id = $1 AND m.fact_type <> 'observation'
     ORDER BY m.embedding <=> $3
     LIMIT $8
 )
 SELECT {_PEER_COLUMNS}, m.embedding <=> $3 AS distance
 FROM near n JOIN memory_units m ON m.id = n.id
-WHERE 1 - (m.embedding <=> $3) >= $6
+WHERE {_PEER_FILTER}
   AND EXISTS (SELECT 1 FROM unit_entities ue
               WHERE ue.unit_id = m.id AND ue.entity_id = ANY($5::uuid[]))
 ORDER BY distance, m.id
@@ -333,8 +338,8 @@ async def peer_facts(
     else:
         nearest = max(PEER_NEAREST, limit)
         saved = await conn.fetchrow(_SCAN_SAVE)
-        await conn.execute(_SCAN_SET, str(nearest), "strict_order", str(PEER_SCAN_TUPLES))
+        await conn.execute(_SCAN_SET, str(nearest), "strict_order", str(PEER_SCAN_TUPLES), "off")
         rows = await conn.fetch(_PEERS_NEAREST, *args, nearest)
         if saved is not None and None not in (saved["ef"], saved["scan"], saved["tuples"]):
-            await conn.execute(_SCAN_SET, saved["ef"], saved["scan"], saved["tuples"])
+            await conn.execute(_SCAN_SET, *saved)
     return [_neighbour(r, parse=True) for r in rows]
