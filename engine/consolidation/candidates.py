@@ -183,19 +183,28 @@ _SCAN_SET = (
     " set_config('hnsw.max_scan_tuples', $3, true),"
     " set_config('enable_sort', $4, true)"
 )
+# Everything the peer filter and the answer need is read in the scan, so nothing joins back
+# to memory_units: with sorting off, the planner answered such a join with a second HNSW scan
+# carrying every filter (2,000+ tuples, 70 ms instead of ~5).
 _PEERS_NEAREST = f"""
 WITH near AS MATERIALIZED (
-    SELECT m.id FROM memory_units m
+    SELECT m.id, m.text, m.tags, m.state, m.consolidated_at, m.created_at, m.embedding,
+           m.token_vectors, coalesce(m.occurred_start, m.mentioned_at, m.created_at) AS event_at,
+           m.embedding <=> $3 AS distance
+    FROM memory_units m
     WHERE m.bank_id = $1 AND m.fact_type <> 'observation'
     ORDER BY m.embedding <=> $3
     LIMIT $8
 )
-SELECT {_PEER_COLUMNS}, m.embedding <=> $3 AS distance
-FROM near n JOIN memory_units m ON m.id = n.id
-WHERE {_PEER_FILTER}
+SELECT m.id::text AS id, m.text, 1 - m.distance AS similarity, NULL::jsonb AS claim,
+       m.event_at, m.created_at, m.embedding, m.token_vectors, m.distance
+FROM near m
+WHERE {_IN_SCOPE} AND m.state IN ('active', 'superseded') AND m.consolidated_at IS NOT NULL
+  AND m.id <> $4::uuid AND 1 - m.distance >= $6
+  AND NOT EXISTS (SELECT 1 FROM observation_evidence e WHERE e.fact_id = m.id)
   AND EXISTS (SELECT 1 FROM unit_entities ue
               WHERE ue.unit_id = m.id AND ue.entity_id = ANY($5::uuid[]))
-ORDER BY distance, m.id
+ORDER BY m.distance, m.id
 LIMIT $7
 """
 _PEERS_WITHOUT_ENTITIES = f"""
