@@ -347,8 +347,15 @@ async def peer_facts(
     else:
         nearest = max(PEER_NEAREST, limit)
         saved = await conn.fetchrow(_SCAN_SAVE)
+        assert saved is not None
         await conn.execute(_SCAN_SET, str(nearest), "strict_order", str(PEER_SCAN_TUPLES), "off")
         rows = await conn.fetch(_PEERS_NEAREST, *args, nearest)
-        if saved is not None and None not in (saved["ef"], saved["scan"], saved["tuples"]):
-            await conn.execute(_SCAN_SET, *saved)
+        # pgvector's defaults where its settings were not defined yet in this session
+        await conn.execute(
+            _SCAN_SET,
+            saved["ef"] or "40",
+            saved["scan"] or "off",
+            saved["tuples"] or "20000",
+            saved["sort"],
+        )
     return [_neighbour(r, parse=True) for r in rows]

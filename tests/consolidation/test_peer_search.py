@@ -19,7 +19,10 @@ LINES = [
     "I cook paella for the family on Sundays.",
     "I am training for a marathon in October.",
 ]
-_SCAN = "SELECT current_setting('hnsw.ef_search') || '/' || current_setting('hnsw.iterative_scan')"
+_SCAN = """
+SELECT current_setting('hnsw.ef_search') || '/' || current_setting('hnsw.iterative_scan')
+       || '/' || current_setting('hnsw.max_scan_tuples') || '/' || current_setting('enable_sort')
+"""
 
 
 async def test_nearest_facts_path_finds_the_entity_paths_peers(
