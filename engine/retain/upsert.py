@@ -296,14 +296,25 @@ async def upsert_documents(conn: Connection, jobs: list[UpsertDocument]) -> list
         stored = await _store_units(conn, bank, staged)
         # Supersession and restoring of archived facts (docs/lifecycle.md), same transaction.
         await lifecycle_after_store(conn, bank, [row["fact_id"] for row in staged])
-        operations = sorted({job.operation_id for job in jobs})
-        await conn.execute(_CLEAR_STAGED, bank, documents, chunk_ids, operations)
         added: dict[str, int] = {
             r["document_id"]: r["count"]
             for r in await conn.fetch(_FACTS_PER_DOCUMENT, bank, chunk_ids)
         }
-        # The shared rows last, in the lock order above: statistics, term rows, entities.
-        await _add_statistics(conn, bank, stored)
+        # The shared rows last, in the lock order above: statistics, term rows, entities. The
+        # statistics row also orders the link step's writes of concurrent upserts of the bank:
+        # each stores a link, or parks it in pending_links, by whether its target is stored,
+        # and collects the links parked for its own facts, which is only right when every
+        # other upsert's facts and parked links are committed or not yet written.
+        if staged:
+            await conn.execute(_ADD_BANK_STATS, bank, stored.units, stored.tokens)
+            links = await _store_links(conn, bank, staged)
+        else:
+            links = {}
+        operations = sorted({job.operation_id for job in jobs})
+        await conn.execute(_CLEAR_STAGED, bank, documents, chunk_ids, operations)
+        if stored.terms:
+            terms = sorted(stored.terms)
+            await conn.execute(_ADD_TERM_STATS, bank, terms, [stored.terms[t] for t in terms])
         touched = {eid for row in staged for eid in (row["entity_ids"] or [])}
         everything = sorted(touched | set(removed_entities))
         # Every statement here runs while this batch holds the bank's statistics row, so the
@@ -323,7 +334,7 @@ async def upsert_documents(conn: Connection, jobs: list[UpsertDocument]) -> list
             facts_removed=removed,
             chunks_added=len(job.plan.new_chunks),
             chunks_removed=len(job.plan.dropped_chunk_ids),
-            links_added=stored.links.get(job.plan.document_id, 0),
+            links_added=links.get(job.plan.document_id, 0),
         )
         for job, removed in zip(jobs, facts_removed, strict=True)
     ]
@@ -370,16 +381,16 @@ async def _document_rows(
 
 @dataclass
 class _Stored:
-    """What one upsert inserted: its statistics (applied at the end) and links per document."""
+    """What one upsert inserted, for the statistics it adds at its end."""
 
     units: int = 0
     tokens: int = 0
     terms: Counter[str] = field(default_factory=Counter)
-    links: dict[str, int] = field(default_factory=dict)
 
 
 async def _store_units(conn: Connection, bank: str, staged: list[asyncpg.Record]) -> _Stored:
-    """Staged facts (of any documents) into memory, their statistics left to the caller."""
+    """Staged facts (of any documents) into memory; their statistics and links are left to
+    the caller."""
     stored = _Stored()
     if not staged:
         return stored
@@ -401,21 +412,20 @@ async def _store_units(conn: Connection, bank: str, staged: list[asyncpg.Record]
     stored.tokens = sum(r["token_count"] for r in units)
     stored.terms.update(r["term"] for r in terms)
     await conn.execute(_UNIT_ENTITIES, bank, ids)
+    return stored
+
+
+async def _store_links(conn: Connection, bank: str, staged: list[asyncpg.Record]) -> dict[str, int]:
+    """The staged facts' planned links into memory; returns the links stored per document."""
+    ids = [row["fact_id"] for row in staged]
     document_of = {row["fact_id"]: row["document_id"] for row in staged}
+    links: dict[str, int] = {}
     # A stored link counts for its source's document; a link that waited for one of these
     # facts, for the document of the fact that arrived.
     for row in await conn.fetch(_LINKS, bank, ids):
         document = document_of[row["from_unit"]]
-        stored.links[document] = stored.links.get(document, 0) + 1
+        links[document] = links.get(document, 0) + 1
     for row in await conn.fetch(_ARRIVED, ids):
         document = document_of[row["to_unit"]]
-        stored.links[document] = stored.links.get(document, 0) + 1
-    return stored
-
-
-async def _add_statistics(conn: Connection, bank: str, stored: _Stored) -> None:
-    if stored.units:
-        await conn.execute(_ADD_BANK_STATS, bank, stored.units, stored.tokens)
-    if stored.terms:
-        terms = sorted(stored.terms)
-        await conn.execute(_ADD_TERM_STATS, bank, terms, [stored.terms[t] for t in terms])
+        links[document] = links.get(document, 0) + 1
+    return links
