@@ -5,8 +5,8 @@
 -- commits. Every batch of a bank writes the bank's one bank_stats row and the term rows its
 -- facts share (a conversation's speakers); with the triggers the first insert locked them
 -- until commit, so concurrent batches of one bank queued through the rest of each other's
--- transaction (links, lifecycle, entities). Deletes are unchanged; every other writer keeps
--- the triggers.
+-- transaction (term and entity-mention inserts, the lifecycle step, links, entities).
+-- Deletes are unchanged; every other writer keeps the triggers.
 CREATE OR REPLACE FUNCTION engram_terms_added() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     IF current_setting('engram.deferred_statistics', true) = 'on' THEN
