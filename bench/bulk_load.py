@@ -459,12 +459,18 @@ async def loader_connection(database_url: str) -> Connection:
 
 
 async def load_bank(
-    conn: Connection, vectors: PoolVectors, bank: str, facts: list[SyntheticFact], document: int
+    conn: Connection,
+    vectors: PoolVectors,
+    bank: str,
+    facts: list[SyntheticFact],
+    document: int,
+    stop_at: float = float("inf"),
 ) -> int:
     """Store a bank's documents (`document` facts each), COPY_EVERY documents a transaction,
     the entities with the last; returns the facts stored now. A bank stopped part-way
     continues: the documents it stored are replayed into the linking state (not written
-    again), since what is stored is a function of the facts alone."""
+    again), since what is stored is a function of the facts alone. Past `stop_at`
+    (time.perf_counter) it stops after the next COPY round."""
     documents = -(-len(facts) // document)
     stored = int(
         await conn.fetchval("SELECT count(*) FROM documents WHERE bank_id = $1", bank) or 0
@@ -489,4 +495,6 @@ async def load_bank(
                         "entities", records=entity_rows(state), columns=_ENTITY_COLUMNS
                     )
             rows = Rows()
+            if time.perf_counter() > stop_at:
+                return (index + 1 - stored) * document
     return len(facts) - stored * document

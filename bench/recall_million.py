@@ -290,9 +290,12 @@ async def bulk_build(
     plans: list[BankPlan],
     data_dir: Path,
     memory: str,
+    stop_after: float,
 ) -> BulkFigures:
-    """bench/bulk_load.py: every bank of the plan (the small ones first), then the dropped
-    keys and indexes rebuilt, then VACUUM ANALYZE."""
+    """bench/bulk_load.py: the banks of the plan in order (the large one first) until
+    `stop_after` seconds have passed, then the dropped keys and indexes rebuilt, then VACUUM
+    ANALYZE. A run stopped early leaves a consistent, smaller database; the next run
+    continues it."""
     async with pool.acquire() as conn:
         for plan in plans:
             await ensure_bank(conn, plan.bank)
@@ -300,9 +303,12 @@ async def bulk_build(
     figures = BulkFigures()
     started = time.perf_counter()
     loader = await loader_connection(database_url)
-    for number, plan in enumerate([*plans[1:], plans[0]]):
+    stop_at = started + stop_after
+    for number, plan in enumerate(plans):
+        if time.perf_counter() > stop_at:
+            break
         figures.facts_stored += await load_bank(
-            loader, vectors, plan.bank, bank_facts(plan), DOCUMENT
+            loader, vectors, plan.bank, bank_facts(plan), DOCUMENT, stop_at
         )
         if number % 50 == 0 or plan.bank == LARGE:
             elapsed = time.perf_counter() - started
@@ -421,6 +427,7 @@ async def run(args: argparse.Namespace, database_url: str) -> dict[str, Any]:
                         plans,
                         Path(args.data_dir),
                         args.index_memory,
+                        args.build_seconds,
                     )
                 )
             else:
