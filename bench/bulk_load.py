@@ -376,7 +376,9 @@ async def drop_indexes(conn: Connection, saved: Path) -> None:
 
 
 async def restore_indexes(conn: Connection, saved: Path, memory: str) -> dict[str, float]:
-    """Rebuild what drop_indexes dropped (keys, then indexes, then foreign keys); seconds each."""
+    """Rebuild what drop_indexes dropped (keys, then indexes, then foreign keys); seconds each.
+    `conn` must have no statement timeout (the loader's connection): the HNSW build takes
+    minutes."""
     if not await asyncio.to_thread(saved.exists):
         return {}
     found = json.loads(await asyncio.to_thread(saved.read_text))
@@ -384,7 +386,15 @@ async def restore_indexes(conn: Connection, saved: Path, memory: str) -> dict[st
     await conn.execute("SET max_parallel_maintenance_workers = 2")
     seconds: dict[str, float] = {}
     order = {"p": 0, "i": 1, "f": 2}
+    present = {
+        r["name"]
+        for r in await conn.fetch(
+            "SELECT conname AS name FROM pg_constraint UNION SELECT relname FROM pg_class"
+        )
+    }
     for item in sorted(found, key=lambda r: order[r["kind"]]):
+        if item["name"] in present:  # rebuilt by a run that stopped before the rest
+            continue
         started = time.perf_counter()
         if item["what"] == "constraint":
             await conn.execute(
