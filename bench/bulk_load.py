@@ -361,13 +361,24 @@ WHERE (i.indrelid::regclass::text = ANY($1::text[]) OR x.relname = 'memory_units
 """
 
 
+async def _present(conn: Connection) -> set[str]:
+    rows = await conn.fetch(
+        "SELECT conname AS name FROM pg_constraint UNION SELECT relname FROM pg_class"
+    )
+    return {r["name"] for r in rows}
+
+
 async def drop_indexes(conn: Connection, saved: Path) -> None:
-    """Drop the link and term tables' keys and indexes and the HNSW index, keeping their
-    definitions in `saved` (if it exists, they are already dropped)."""
-    if await asyncio.to_thread(saved.exists):
-        return
-    found = [dict(r) for r in await conn.fetch(_DROPPABLE, list(_TABLES))]
-    await asyncio.to_thread(saved.write_text, json.dumps(found, indent=1))
+    """Drop the link, term and mention tables' keys and indexes and the HNSW index, keeping
+    their definitions in `saved` (if it exists, a run stopped before rebuilding them all:
+    what it rebuilt is dropped again)."""
+    if await asyncio.to_thread(saved.exists):  # a run stopped while rebuilding them
+        found = json.loads(await asyncio.to_thread(saved.read_text))
+        present = await _present(conn)
+        found = [item for item in found if item["name"] in present]
+    else:
+        found = [dict(r) for r in await conn.fetch(_DROPPABLE, list(_TABLES))]
+        await asyncio.to_thread(saved.write_text, json.dumps(found, indent=1))
     for item in sorted(found, key=lambda r: r["kind"] != "f"):  # foreign keys first
         if item["what"] == "constraint":
             await conn.execute(f'ALTER TABLE {item["tbl"]} DROP CONSTRAINT "{item["name"]}"')
@@ -386,12 +397,7 @@ async def restore_indexes(conn: Connection, saved: Path, memory: str) -> dict[st
     await conn.execute("SET max_parallel_maintenance_workers = 2")
     seconds: dict[str, float] = {}
     order = {"p": 0, "i": 1, "f": 2}
-    present = {
-        r["name"]
-        for r in await conn.fetch(
-            "SELECT conname AS name FROM pg_constraint UNION SELECT relname FROM pg_class"
-        )
-    }
+    present = await _present(conn)
     for item in sorted(found, key=lambda r: order[r["kind"]]):
         if item["name"] in present:  # rebuilt by a run that stopped before the rest
             continue
@@ -497,13 +503,14 @@ async def load_bank(
             continue
         last = index == documents - 1
         if len(rows.documents) >= COPY_EVERY or last:
+            # The bank's entities as of this round go with it: a run stopped after it leaves
+            # no mention without its entity.
             async with conn.transaction():
                 await _copy(conn, rows)
-                if last:
-                    await conn.execute("DELETE FROM entities WHERE bank_id = $1", bank)
-                    await conn.copy_records_to_table(
-                        "entities", records=entity_rows(state), columns=_ENTITY_COLUMNS
-                    )
+                await conn.execute("DELETE FROM entities WHERE bank_id = $1", bank)
+                await conn.copy_records_to_table(
+                    "entities", records=entity_rows(state), columns=_ENTITY_COLUMNS
+                )
             rows = Rows()
             if time.perf_counter() > stop_at:
                 return (index + 1 - stored) * document
