@@ -124,7 +124,7 @@ def _documents(facts: list[SyntheticFact]) -> list[list[SyntheticFact]]:
     return [facts[i : i + size] for i in range(0, len(facts), size)]
 
 
-def _chunks(bank: str, document_id: str, facts: list[SyntheticFact]) -> list[ChunkJob]:
+def chunks_of(bank: str, document_id: str, facts: list[SyntheticFact]) -> list[ChunkJob]:
     out: list[ChunkJob] = []
     offset = 0
     for index in range(0, len(facts), FACTS_PER_CHUNK):
@@ -199,7 +199,7 @@ async def store_document(
     document_id: str,
     facts: list[SyntheticFact],
 ) -> None:
-    chunks = _chunks(bank, document_id, facts)
+    chunks = chunks_of(bank, document_id, facts)
     by_chunk = {
         c.chunk_id: [f.fact for f in facts[i * FACTS_PER_CHUNK : (i + 1) * FACTS_PER_CHUNK]]
         for i, c in enumerate(chunks)

@@ -52,6 +52,13 @@ import httpx  # noqa: E402
 import numpy as np  # noqa: E402
 from numpy.typing import NDArray  # noqa: E402
 
+from bench.bulk_load import (  # noqa: E402
+    PoolVectors,
+    drop_indexes,
+    load_bank,
+    loader_connection,
+    restore_indexes,
+)
 from bench.recall_latency import (  # noqa: E402
     CHUNKS_PER_DOCUMENT,
     DAYS,
@@ -106,18 +113,26 @@ class PooledEmbedder:
 
     @property
     def dimension(self) -> int:
-        return self._real.dimension
+        return int(self._vectors.shape[1])
 
     @property
     def space(self) -> str:
         return self._real.space
 
-    def _pick(self, text: str) -> tuple[FloatMatrix, FloatMatrix]:
+    def pick(self, text: str) -> tuple[int, FloatMatrix]:
+        """The pool entry a text takes, and its sentence vector."""
         key = zlib.crc32(text.encode())
         index = key % len(self._vectors)
         noise = np.random.default_rng(key).normal(0, NOISE, self.dimension).astype(np.float32)
         vector = self._vectors[index] + noise
-        return vector / np.linalg.norm(vector), self._tokens[index]
+        return index, vector / np.linalg.norm(vector)
+
+    def _pick(self, text: str) -> tuple[FloatMatrix, FloatMatrix]:
+        index, vector = self.pick(text)
+        return vector, self._tokens[index]
+
+    def for_loader(self) -> PoolVectors:
+        return PoolVectors(self._vectors, self._tokens, self.pick)
 
     def embed(self, texts: Sequence[str]) -> FloatMatrix:
         return self.embed_with_tokens(texts)[0]
@@ -256,6 +271,64 @@ async def build(
     return figures
 
 
+@dataclass
+class BulkFigures:
+    """The bulk loader's figures: a loader's rate, not Engram's write rate."""
+
+    facts_stored: int = 0
+    load_seconds: float = 0.0
+    index_seconds: dict[str, float] = field(default_factory=dict)
+    vacuum_seconds: float = 0.0
+    total_seconds: float = 0.0
+    facts_per_second: float = 0.0
+
+
+async def bulk_build(
+    pool: Pool,
+    database_url: str,
+    vectors: PoolVectors,
+    plans: list[BankPlan],
+    data_dir: Path,
+    memory: str,
+    stop_after: float,
+) -> BulkFigures:
+    """bench/bulk_load.py: the banks of the plan in order (the large one first) until
+    `stop_after` seconds have passed, then the dropped keys and indexes rebuilt, then VACUUM
+    ANALYZE. A run stopped early leaves a consistent, smaller database; the next run
+    continues it."""
+    async with pool.acquire() as conn:
+        for plan in plans:
+            await ensure_bank(conn, plan.bank)
+        await drop_indexes(conn, data_dir / "bulk-dropped.json")
+    figures = BulkFigures()
+    started = time.perf_counter()
+    loader = await loader_connection(database_url)
+    stop_at = started + stop_after
+    for number, plan in enumerate(plans):
+        if time.perf_counter() > stop_at:
+            break
+        figures.facts_stored += await load_bank(
+            loader, vectors, plan.bank, bank_facts(plan), DOCUMENT, stop_at
+        )
+        if number % 50 == 0 or plan.bank == LARGE:
+            elapsed = time.perf_counter() - started
+            print(
+                f"  {number + 1:,}/{len(plans):,} banks, {figures.facts_stored:,} facts loaded "
+                f"in this sitting, {elapsed:.0f}s",
+                flush=True,
+            )
+    figures.load_seconds = round(time.perf_counter() - started, 1)
+    # On the loader's connection: the pool's have a 60 s statement timeout.
+    figures.index_seconds = await restore_indexes(loader, data_dir / "bulk-dropped.json", memory)
+    vacuumed = time.perf_counter()
+    await loader.execute("VACUUM ANALYZE")
+    figures.vacuum_seconds = round(time.perf_counter() - vacuumed, 1)
+    await loader.close()
+    figures.total_seconds = round(time.perf_counter() - started, 1)
+    figures.facts_per_second = round(figures.facts_stored / max(figures.total_seconds, 1e-9), 1)
+    return figures
+
+
 _SIZES = """
 SELECT c.relname AS name, pg_total_relation_size(c.oid) AS bytes
 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
@@ -345,9 +418,22 @@ async def run(args: argparse.Namespace, database_url: str) -> dict[str, Any]:
         if not args.no_build:
             pool_texts = [f.fact.text for f in bank_facts(BankPlan(LARGE, args.pool_size, SEED))]
             pooled = load_pool(real, pool_texts, Path(args.data_dir) / f"pool-{args.pool_size}.npz")
-            out["build"] = asdict(
-                await build(pool, pooled, cpu, plans, args.builders, args.build_seconds)
-            )
+            if args.bulk:
+                out["build"] = asdict(
+                    await bulk_build(
+                        pool,
+                        database_url,
+                        pooled.for_loader(),
+                        plans,
+                        Path(args.data_dir),
+                        args.index_memory,
+                        args.build_seconds,
+                    )
+                )
+            else:
+                out["build"] = asdict(
+                    await build(pool, pooled, cpu, plans, args.builders, args.build_seconds)
+                )
             print("build:", out["build"], flush=True)
         out["storage"] = await storage(pool)
         out["bench_process_max_rss_mb"] = round(
@@ -382,6 +468,12 @@ def main() -> int:
         "--build-seconds", type=float, default=float("inf"), help="stop building after this"
     )
     parser.add_argument("--no-build", action="store_true", help="measure the database as it is")
+    parser.add_argument(
+        "--bulk", action="store_true", help="build with bench/bulk_load.py (COPY), not retain"
+    )
+    parser.add_argument(
+        "--index-memory", default="4GB", help="maintenance_work_mem for the index rebuilds"
+    )
     parser.add_argument("--queries", type=int, default=200, help="timed recalls per bank")
     parser.add_argument("--warmup", type=int, default=50)
     parser.add_argument("--pool", type=int, default=10, help="connection pool size")
