@@ -64,7 +64,7 @@ NAMES: Final = (
     ("'entity_named' AS kind", "graph: named entities"),
     ("'entity_shared' AS kind", "graph: shared entities"),
     ("'term_shared' AS kind", "graph: shared terms"),
-    ("l.link_type AS kind", "graph: links"),
+    ("l.link_type AS kind", "graph: hop (links, shared entities and terms)"),
     ("WITH c AS MATERIALIZED", "fetch: context neighbours"),
     ("token_vectors FROM memory_units", "fetch: token vectors"),
     ("CROSS JOIN LATERAL (\n    SELECT coalesce(array_agg(e.canonical_name", "fetch: rows"),

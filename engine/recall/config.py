@@ -206,6 +206,8 @@ class RecallConfig:
     graph_named_weight: float = 0.5
     # Rare index terms shared with a frontier fact: at most `graph_max_terms` per hop, terms
     # on more than `graph_max_term_df` facts never, `graph_term_scan` postings read per term.
+    # A hop reads `scan × specificity` (at least the fanout) of a shared entity's or term's
+    # facts: a popular one spreads little strength (docs/benchmarks.md "Sixth pass").
     graph_max_terms: int = 8
     graph_max_term_df: int = 500
     graph_term_scan: int = 64

@@ -5,8 +5,8 @@ as the query is embedded, beside the other arms), each entity weighted
 `named_weight × specificity`, and the top few hits of the semantic, keyword and temporal arms,
 each weighted 1 / (1 + rank) by its best rank.
 
-Hops. Each hop expands a frontier of facts along three kinds of edge, one statement each,
-run at once on their own pooled connections (engine/recall/graph_sql.py):
+Hops. Each hop expands a frontier of facts along three kinds of edge, in one statement
+(engine/recall/graph_sql.py):
     w_s · link_weight                         stored memory_links, both ways
     w_s · specificity(e)  per shared entity   unit_entities
     w_s · specificity(t)  per shared rare term memory_terms (a word the extractor did not
@@ -29,22 +29,24 @@ they missed, and its best new finds are guaranteed a place in the rerank (config
 Every fact reached, hit or not, keeps its strongest path for the trace.
 
 Round trips. Two walks share the scores: one from the named entities (one lookup statement,
-then its hops), which runs beside the other arms, and one from their seeds once they are in;
-each hop is one round trip (its three statements at once), so with the mid budget the arm
-adds two round trips after the other arms.
+then its hops), which runs beside the other arms, and one from their seeds once they are in.
+Each hop is one statement for its three kinds of edge (three statements at once on three
+connections cost three plans and three round trips for one frontier: bench/recall_profile.py,
+docs/benchmarks.md "Sixth pass"), so with the mid budget the arm adds at most two round trips
+after the other arms.
 
 Work is bounded per hop: `fanout` links per frontier fact; at most `max_entities` entities
 and `max_terms` terms expanded (largest frontier weight × specificity first), entities above
 `max_entity_mentions` mentions and terms above `max_term_df` facts never; each reads at most
-`entity_scan` / `term_scan` of its facts and keeps the `fanout` most similar to the query.
-With the mid budget that is at most 8 × 12 links + 8 × 96 mentions + 8 × 64 postings per
-hop, two hops. (Measured at 14.5k synthetic facts before multi-hop, bench/recall_latency.py:
-unbounded entity expansion meant 8,454 memory_units reads and 110-160 ms per query.)
+`entity_scan` / `term_scan` of its facts times its specificity (a popular one little) and
+keeps the `fanout` most similar to the query. With the mid budget that is at most
+8 × 12 links + 8 × 96 mentions + 8 × 64 postings per hop, two hops. (Measured at 14.5k synthetic
+facts before multi-hop, bench/recall_latency.py: unbounded entity expansion meant 8,454
+memory_units reads and 110-160 ms per query.)
 """
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass
@@ -55,7 +57,7 @@ from pgvector import Vector
 from engine.db import Pool
 from engine.recall.config import BudgetProfile, RecallConfig
 from engine.recall.filters import filter_args, visible_states
-from engine.recall.graph_sql import entities_sql, links_sql, named_sql, terms_sql
+from engine.recall.graph_sql import hop_sql, named_sql
 from engine.recall.types import ArmHit, ArmResult, FloatVector, RecallRequest
 
 
@@ -239,16 +241,23 @@ async def _hop(
     visited: Set[str],
     work: GraphWork,
 ) -> list[Step]:
-    states = visible_states(request)
-    weights = list(frontier.values())
-    args = (*filter_args(request), list(frontier), weights, work.fanout, query, list(visited))
-    reads = [_fetch(pool, links_sql(request.tags_match, states), *args)]
     kinds = work.type_weights
-    if kinds.get("entity_shared", 1.0) > 0 and work.max_entities > 0:
-        sql = entities_sql(request.tags_match, states)
-        limits = (work.max_entity_mentions, work.max_entities, work.entity_scan)
-        reads.append(_fetch(pool, sql, *args, *limits))
-    if kinds.get("term_shared", 1.0) > 0 and work.max_terms > 0:
-        sql = terms_sql(request.tags_match, states)
-        reads.append(_fetch(pool, sql, *args, work.max_term_df, work.max_terms, work.term_scan))
-    return [step for found in await asyncio.gather(*reads) for step in _steps(found)]
+    entities = work.max_entities if kinds.get("entity_shared", 1.0) > 0 else 0
+    terms = work.max_terms if kinds.get("term_shared", 1.0) > 0 else 0
+    rows = await _fetch(
+        pool,
+        hop_sql(request.tags_match, visible_states(request)),
+        *filter_args(request),
+        list(frontier),
+        list(frontier.values()),
+        work.fanout,
+        query,
+        list(visited),
+        work.max_entity_mentions,
+        entities,
+        work.entity_scan,
+        work.max_term_df,
+        terms,
+        work.term_scan,
+    )
+    return _steps(rows)

@@ -1,4 +1,4 @@
-"""The graph arm's statements: one per edge kind, each answering for a whole frontier.
+"""The graph arm's statements: the query's named entities, and one hop from a whole frontier.
 
 Every statement binds the request's filters as $1-$3 (engine/recall/filters.py) and returns
 rows (id, source, label, kind, strength, similarity): the fact reached, the frontier fact it
@@ -58,11 +58,52 @@ CROSS JOIN LATERAL (
 """
 
 
-def links_sql(tags_match: TagsMatch, states: tuple[str, ...] = ACTIVE) -> str:
-    """Neighbours along memory_links, both ways ($4 frontier, $5 weights, $6 links per fact,
-    $7 query vector, $8 facts already visited)."""
+def hop_sql(tags_match: TagsMatch, states: tuple[str, ...] = ACTIVE) -> str:
+    """One hop from a whole frontier along the three kinds of edge, in one statement (three
+    statements a hop on three connections cost three round trips and three plans for the
+    same frontier). $4 frontier, $5 weights, $6 facts per fact/entity/term, $7 query vector,
+    $8 facts already visited; $9 mention cap, $10 entities expanded, $11 mentions scanned per
+    entity; $12 highest term document frequency, $13 terms expanded, $14 postings scanned per
+    term (0 entities or terms: that kind of edge is not followed).
+
+    - links: memory_links both ways, the `$6` heaviest per frontier fact.
+    - shared entities: the frontier's `$10` entities of most weight × specificity, each
+      scanning its first mentions by id (a fixed pseudo-random sample: ids are uuid5
+      hashes) and keeping the `$6` most similar to the query.
+    - shared terms: the same for the frontier's rarest index terms, a rare word ("cluster",
+      "outage") being an entity the extractor did not name; a term on one fact only leads
+      nowhere and is skipped, and so are numbers (mostly the dates the extractor writes into
+      facts, "(11 June 2024)").
+
+    A popular entity or common term spreads little strength (its specificity is low) and is
+    expanded last; its scan is cut to its share, `$11 × specificity` mentions (at least
+    `$6`), so the walk reads less where it gains least."""
+    where = filter_sql("m", tags_match, states)
     return f"""
-WITH {_FRONTIER}
+WITH {_FRONTIER}, {_BANK},
+entity AS (
+    SELECT ue.entity_id, e.canonical_name, max(s.w) AS w,
+           (array_agg(s.id ORDER BY s.w DESC, s.id))[1] AS source,
+           {_specificity("e.mention_count")} AS specificity
+    FROM bank, frontier s
+    JOIN unit_entities ue ON ue.unit_id = s.id
+    JOIN entities e ON e.id = ue.entity_id
+    WHERE e.mention_count <= $9
+    GROUP BY ue.entity_id, e.canonical_name, e.mention_count, bank.n
+    ORDER BY max(s.w) * {_specificity("e.mention_count")} DESC, ue.entity_id
+    LIMIT $10
+),
+term AS (
+    SELECT t.term, max(s.w) AS w, (array_agg(s.id ORDER BY s.w DESC, s.id))[1] AS source,
+           {_specificity("st.df")} AS specificity
+    FROM bank, frontier s
+    JOIN memory_terms t ON t.unit_id = s.id
+    JOIN bank_term_stats st ON st.bank_id = $1 AND st.term = t.term
+    WHERE st.df BETWEEN 2 AND $12 AND t.term !~ '^[0-9]+$'
+    GROUP BY t.term, st.df, bank.n
+    ORDER BY max(s.w) * {_specificity("st.df")} DESC, t.term
+    LIMIT $13
+)
 SELECT m.id::text AS id, s.id::text AS source, l.link_type AS label, l.link_type AS kind,
        s.w * l.weight AS strength, 1 - (m.embedding <=> $7) AS similarity
 FROM frontier s
@@ -74,73 +115,32 @@ CROSS JOIN LATERAL (
     ) x ORDER BY weight DESC, other LIMIT $6
 ) l
 JOIN memory_units m ON m.id = l.other
-WHERE {filter_sql("m", tags_match, states)} AND m.id <> ALL($8::uuid[])
-"""
-
-
-def entities_sql(tags_match: TagsMatch, states: tuple[str, ...] = ACTIVE) -> str:
-    """Facts sharing the frontier's entities ($4 frontier, $5 weights, $6 facts per entity,
-    $7 query vector, $8 visited, $9 mention cap, $10 entities expanded, $11 mentions scanned
-    per entity: the first by id, a fixed pseudo-random sample since ids are uuid5 hashes)."""
-    return f"""
-WITH {_FRONTIER}, {_BANK},
-shared AS (
-    SELECT ue.entity_id, e.canonical_name, max(s.w) AS w,
-           (array_agg(s.id ORDER BY s.w DESC, s.id))[1] AS source,
-           {_specificity("e.mention_count")} AS specificity
-    FROM bank, frontier s
-    JOIN unit_entities ue ON ue.unit_id = s.id
-    JOIN entities e ON e.id = ue.entity_id
-    WHERE e.mention_count <= $9
-    GROUP BY ue.entity_id, e.canonical_name, e.mention_count, bank.n
-    ORDER BY max(s.w) * {_specificity("e.mention_count")} DESC, ue.entity_id
-    LIMIT $10
-)
-SELECT x.id::text AS id, sh.source::text AS source, 'entity:' || sh.canonical_name AS label,
-       'entity_shared' AS kind, sh.w * sh.specificity AS strength, x.similarity
-FROM shared sh
+WHERE {where} AND m.id <> ALL($8::uuid[])
+UNION ALL
+SELECT x.id::text, sh.source::text, 'entity:' || sh.canonical_name, 'entity_shared',
+       sh.w * sh.specificity, x.similarity
+FROM entity sh
 CROSS JOIN LATERAL (
     SELECT m.id, 1 - (m.embedding <=> $7) AS similarity
     FROM (SELECT ue.unit_id FROM unit_entities ue
           WHERE ue.entity_id = sh.entity_id AND ue.unit_id <> ALL($8::uuid[])
-          ORDER BY ue.unit_id LIMIT $11) ue
+          ORDER BY ue.unit_id LIMIT greatest($6, ceil($11 * sh.specificity)::int)) ue
     JOIN memory_units m ON m.id = ue.unit_id
-    WHERE {filter_sql("m", tags_match, states)}
+    WHERE {where}
     ORDER BY m.embedding <=> $7
     LIMIT $6
 ) x
-"""
-
-
-def terms_sql(tags_match: TagsMatch, states: tuple[str, ...] = ACTIVE) -> str:
-    """Facts sharing the frontier's rarest index terms: a rare word ("cluster", "outage") is an
-    entity the extractor did not name. ($4 frontier, $5 weights, $6 facts per term, $7 query
-    vector, $8 visited, $9 highest document frequency, $10 terms expanded, $11 postings
-    scanned per term.) A term on one fact only leads nowhere and is skipped, and so are
-    numbers: mostly the dates the extractor writes into facts ("(11 June 2024)")."""
-    return f"""
-WITH {_FRONTIER}, {_BANK},
-shared AS (
-    SELECT t.term, max(s.w) AS w, (array_agg(s.id ORDER BY s.w DESC, s.id))[1] AS source,
-           {_specificity("st.df")} AS specificity
-    FROM bank, frontier s
-    JOIN memory_terms t ON t.unit_id = s.id
-    JOIN bank_term_stats st ON st.bank_id = $1 AND st.term = t.term
-    WHERE st.df BETWEEN 2 AND $9 AND t.term !~ '^[0-9]+$'
-    GROUP BY t.term, st.df, bank.n
-    ORDER BY max(s.w) * {_specificity("st.df")} DESC, t.term
-    LIMIT $10
-)
-SELECT x.id::text AS id, sh.source::text AS source, 'term:' || sh.term AS label,
-       'term_shared' AS kind, sh.w * sh.specificity AS strength, x.similarity
-FROM shared sh
+UNION ALL
+SELECT x.id::text, sh.source::text, 'term:' || sh.term, 'term_shared',
+       sh.w * sh.specificity, x.similarity
+FROM term sh
 CROSS JOIN LATERAL (
     SELECT m.id, 1 - (m.embedding <=> $7) AS similarity
     FROM (SELECT t.unit_id FROM memory_terms t
           WHERE t.bank_id = $1 AND t.term = sh.term AND t.unit_id <> ALL($8::uuid[])
-          ORDER BY t.unit_id LIMIT $11) t
+          ORDER BY t.unit_id LIMIT greatest($6, ceil($14 * sh.specificity)::int)) t
     JOIN memory_units m ON m.id = t.unit_id
-    WHERE {filter_sql("m", tags_match, states)}
+    WHERE {where}
     ORDER BY m.embedding <=> $7
     LIMIT $6
 ) x

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import time
 from datetime import timedelta
+from typing import Final
 
 from pgvector import Vector
 
@@ -49,11 +50,16 @@ SELECT id::text AS id, 1 - distance AS similarity FROM hits ORDER BY distance, i
 #   ~30 days: 7-125 ms vs 2-71 ms (exact faster in 5 of 7); 92 days: 19-63 ms vs 178-224 ms;
 #   365 days: 18 ms vs 907 ms. Hence 45 days: months exact, seasons and years through HNSW.
 EXACT_WINDOW = timedelta(days=45)
+# Facts lasting longer than this are indexed by their end (migration 0025; the same literal).
+LONG_LASTING: Final = "interval '744 hours'"
 
 
 def exact_window_sql(tags_match: TagsMatch, states: tuple[str, ...] = ACTIVE) -> str:
-    """The same rows as `window_sql`, found by date: the three branches are disjoint (started
-    inside the window; started before it and still going; undated, mentioned inside it)."""
+    """The same rows as `window_sql`, found by date: the four branches are disjoint (started
+    inside the window; started at most LONG_LASTING before it and still going; started earlier
+    and still going, which takes lasting longer than LONG_LASTING: the partial index of
+    migration 0025; undated, mentioned inside it). Every branch is an index range, so no
+    misestimate turns one into a sequential scan."""
     where = filter_sql("m", tags_match, states)
     return f"""
 WITH inside AS MATERIALIZED (
@@ -62,7 +68,12 @@ WITH inside AS MATERIALIZED (
       AND coalesce(m.occurred_end, m.occurred_start) >= $5
     UNION ALL
     SELECT m.id, m.embedding FROM memory_units m
-    WHERE {where} AND m.occurred_start < $5 AND m.occurred_end >= $5
+    WHERE {where} AND m.occurred_start >= $5::timestamptz - {LONG_LASTING} AND m.occurred_start < $5
+      AND m.occurred_end >= $5
+    UNION ALL
+    SELECT m.id, m.embedding FROM memory_units m
+    WHERE {where} AND m.occurred_end - m.occurred_start > {LONG_LASTING}
+      AND m.occurred_start < $5::timestamptz - {LONG_LASTING} AND m.occurred_end >= $5
     UNION ALL
     SELECT m.id, m.embedding FROM memory_units m
     WHERE {where} AND m.occurred_start IS NULL AND m.mentioned_at >= $5 AND m.mentioned_at < $6

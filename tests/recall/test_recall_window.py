@@ -3,10 +3,16 @@ HTTP API over a bank retained by the real pipeline (tests/recall/conftest)."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 import httpx
 
+from engine.db import Pool
+from engine.embedding import Embedder
+from engine.recall.query import embed_query
+from engine.recall.temporal import temporal_arm
+from engine.recall.types import RecallRequest, TimeWindow
 from recall.recall_support import BASE, Banks
 
 JANUARY_2025 = "2025-01-15T12:00:00+00:00"
@@ -50,3 +56,46 @@ async def test_the_reranker_alone_would_have_put_december_first(
     body = response.json()
     assert body["trace"]["window"] is None  # no time expression, no window
     assert body["results"][0]["id"] == banks.ids["alice-december"]
+
+
+async def test_the_exact_window_finds_facts_still_going_however_long_ago_they_began(
+    recall_pool: Pool, embedder: Embedder, banks: Banks
+) -> None:
+    # A week's window, searched exactly by date (engine/recall/temporal.py): a fact begun six
+    # months before it and one begun six days before it both still go on in it; one that
+    # ended the day before does not. Dates set inside a transaction rolled back after.
+    ranges = {
+        "alice-march": ("2024-01-01", "2024-12-31"),  # begun > 744 hours before: migration 0025
+        "alice-april": ("2024-06-25", "2024-07-02"),
+        "alice-october": ("2024-07-03", "2024-07-03"),
+        "alice-december": ("2024-05-01", "2024-06-30"),
+    }
+    window = TimeWindow(datetime(2024, 7, 1, tzinfo=UTC), datetime(2024, 7, 8, tzinfo=UTC))
+    request = RecallRequest(banks.window, "What was Alice doing?")
+    vector = embed_query(embedder, request.query).vector
+    async with recall_pool.acquire() as conn:
+        transaction = conn.transaction()
+        await transaction.start()
+        try:
+            for document, (start, end) in ranges.items():
+                await conn.execute(
+                    "UPDATE memory_units SET occurred_start = $2, occurred_end = $3 WHERE id = $1",
+                    banks.ids[document],
+                    datetime.fromisoformat(start).replace(tzinfo=UTC),
+                    datetime.fromisoformat(end).replace(tzinfo=UTC),
+                )
+            arm = await temporal_arm(
+                conn,
+                request,
+                vector,
+                window,
+                limit=10,
+                ef_search=40,
+                spread_seeds=0,
+                spread_decay=0.0,
+                fanout=0,
+            )
+        finally:
+            await transaction.rollback()
+    expected = {banks.ids[d] for d in ("alice-march", "alice-april", "alice-october")}
+    assert {h.unit_id for h in arm.hits} == expected
