@@ -27,7 +27,9 @@ from typing import Any
 
 import httpx
 
-START = datetime(2025, 1, 1, 9, 0, tzinfo=UTC)
+# The simulated days start tomorrow: decay counts from when a memory entered the bank (stored,
+# or said if later), so days before the moment the bench stores them would not decay at all.
+START = datetime.now(UTC).replace(hour=9, minute=0, second=0, microsecond=0) + timedelta(days=1)
 CHANGE_EVERY = 14
 CITIES = ["Lisbon", "Porto", "Madrid", "Berlin", "Vienna", "Oslo", "Dublin", "Prague"]
 EMPLOYERS = ["Acme", "Globex", "Initech", "Umbrella", "Hooli", "Stark", "Wayne", "Cyberdyne"]

@@ -2,8 +2,10 @@
 
 Each batch takes the next `size` active or archived memories by id after `after_id` and, in
 one transaction:
-1. decays strength:  strength ← strength · rate^(days · f), days since it was last decayed
-   (else since it was mentioned, else stored), and records `decayed_at = now` — a retried
+1. decays strength:  strength ← strength · rate^(days · f), days since it was last decayed,
+   else since it entered the memory (stored, or said if that is later: chat history from
+   2023 imported today starts fresh today; a clock from its 2023 dates had the first nightly
+   run archive almost all of it), and records `decayed_at = now` — a retried
    batch at the same `now` decays by rate^0, so batches are idempotent. With the policy's
    `importance_scaled_decay` (the default) the clock runs at
 
@@ -56,11 +58,11 @@ FOR UPDATE
 _DECAY = """
 UPDATE memory_units SET
     strength = strength * power($3::float8, greatest(0, extract(epoch FROM
-        ($4::timestamptz - coalesce(decayed_at, mentioned_at, created_at))) / 86400.0)
+        ($4::timestamptz - coalesce(decayed_at, greatest(mentioned_at, created_at)))) / 86400.0)
         * CASE WHEN $5 THEN greatest(0, 1 - importance) / (1 - $6::float8) ELSE 1 END),
     decayed_at = greatest(coalesce(decayed_at, $4), $4)
 WHERE bank_id = $1 AND id = ANY($2::uuid[]) AND state = 'active'
-  AND coalesce(decayed_at, mentioned_at, created_at) < $4
+  AND coalesce(decayed_at, greatest(mentioned_at, created_at)) < $4
 """
 
 # Facts the archive step would take: those stating an attribute's current value are kept.
@@ -172,7 +174,7 @@ _DELETE = """
 WITH gone AS (
     DELETE FROM memory_units
     WHERE bank_id = $1 AND id = ANY($2::uuid[]) AND state = 'archived'
-      AND importance < $3 AND coalesce(last_accessed_at, mentioned_at, created_at) < $4
+      AND importance < $3 AND coalesce(last_accessed_at, greatest(mentioned_at, created_at)) < $4
     RETURNING id
 )
 SELECT coalesce(array_agg(id), '{}') FROM gone

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
@@ -28,6 +28,13 @@ from worker.metrics import ActivityMetrics, MetricsInterceptor
 from workflows.lifecycle import LifecycleWorkflow
 
 BASE = "/v1/default/banks"
+# Decay counts from when a memory entered the bank (stored, or said if later), so the
+# simulated days start after the moment the test stores them: day(n) is n days after that.
+DAY0 = datetime.now(UTC).replace(hour=10, minute=0, second=0, microsecond=0) + timedelta(days=1)
+
+
+def day(n: float) -> str:
+    return (DAY0 + timedelta(days=n)).isoformat()
 
 
 @pytest.fixture
@@ -92,18 +99,18 @@ async def test_schedule_decay_archive_merge_and_restore(
     assert [(r.start, r.end) for r in calendar.hour] == [(3, 3)]
     assert [(r.start, r.end) for r in calendar.minute] == [(17, 17)]
 
-    day = "2025-01-01T10:00:00Z"
+    start = day(0)
     await retain(
         api,
         bank_id,
         [
-            {"content": "The weather is nice today, haha.", "timestamp": day},
-            {"content": "Nadia decided to move to Berlin in May.", "timestamp": day},
-            {"content": "Nadia's sister Ines lives in Madrid.", "timestamp": day},
-            {"content": "Nadia's sister Ines lives in Madrid!", "timestamp": day},
+            {"content": "The weather is nice today, haha.", "timestamp": start},
+            {"content": "Nadia decided to move to Berlin in May.", "timestamp": start},
+            {"content": "Nadia's sister Ines lives in Madrid.", "timestamp": start},
+            {"content": "Nadia's sister Ines lives in Madrid!", "timestamp": start},
         ],
     )
-    first = await run(api, bank_id, "2025-03-15T00:00:00Z")  # 73 days: strength x0.48
+    first = await run(api, bank_id, day(73))  # 73 days: strength x0.48
     assert first["scanned"] == 4 and first["decayed"] == 4
     assert first["archived"] == 1 and first["merged"] == 1 and first["deleted"] == 0
     now = await states(pool, bank_id)
@@ -125,7 +132,7 @@ async def test_schedule_decay_archive_merge_and_restore(
     assert operation is not None and operation["status"] == "completed"
     assert operation["result"]["archived"] == 1
 
-    again = await run(api, bank_id, "2025-03-15T00:00:00Z")  # same "now": nothing changes
+    again = await run(api, bank_id, day(73))  # same "now": nothing changes
     assert again["decayed"] == 0 and again["archived"] == 0 and again["merged"] == 0
 
     metrics = generate_latest(registry).decode()
@@ -133,7 +140,9 @@ async def test_schedule_decay_archive_merge_and_restore(
     assert 'engram_lifecycle_facts_total{action="merged"} 1.0' in metrics
 
     # New evidence for the archived fact brings it back.
-    await retain(api, bank_id, [{"content": "The weather is nice today, haha!", "timestamp": day}])
+    await retain(
+        api, bank_id, [{"content": "The weather is nice today, haha!", "timestamp": start}]
+    )
     assert (await states(pool, bank_id))["The weather is nice today, haha."] == "active"
 
     deleted = await api.delete(f"{BASE}/{bank_id}")
@@ -160,13 +169,13 @@ async def test_delete_is_opt_in(api: httpx.AsyncClient, pool: Pool, bank_id: str
         api,
         bank_id,
         [
-            {"content": "Ok, cool.", "timestamp": "2025-01-01T10:00:00Z"},
-            {"content": "Nadia is allergic to peanuts.", "timestamp": "2025-01-01T10:00:00Z"},
+            {"content": "Ok, cool.", "timestamp": day(0)},
+            {"content": "Nadia is allergic to peanuts.", "timestamp": day(0)},
         ],
     )
-    first = await run(api, bank_id, "2025-03-15T00:00:00Z")
+    first = await run(api, bank_id, day(73))
     assert first["archived"] == 1 and first["deleted"] == 0  # the small talk, 73 days old
-    counts = await run(api, bank_id, "2025-05-01T00:00:00Z")  # 120 days untouched: deleted
+    counts = await run(api, bank_id, day(120))  # 120 days untouched: deleted
     assert counts["deleted"] == 1
     assert list(await states(pool, bank_id)) == ["Nadia is allergic to peanuts."]
     bad = await api.put(f"{BASE}/{bank_id}", json={"lifecycle": {"decay_rate": 2}})
@@ -181,18 +190,18 @@ async def test_important_facts_outlive_small_talk(
         f"{BASE}/{bank_id}", json={"extraction_mode": "none", "enable_observations": False}
     )
     assert made.status_code == 200, made.text
-    day = "2025-01-01T10:00:00Z"
+    start = day(0)
     talk, daughter, home = (
         "The weather is nice today, haha.",
         "Nadia's daughter is named Ines.",
         "Nadia lives in Lisbon.",
     )
-    await retain(api, bank_id, [{"content": t, "timestamp": day} for t in (talk, daughter, home)])
-    await run(api, bank_id, "2025-02-25T10:00:00Z")  # 55 days: small talk (0.2) goes
+    await retain(api, bank_id, [{"content": t, "timestamp": start} for t in (talk, daughter, home)])
+    await run(api, bank_id, day(55))  # 55 days: small talk (0.2) goes
     assert await states(pool, bank_id) == {talk: "archived", daughter: "active", home: "active"}
     # 200 days: unscaled, 0.6 · 0.99^200 = 0.08 would be archived; scaled, the daughter's
     # clock ran at (1 − 0.6) / (1 − 0.4) of the days.
-    second = await run(api, bank_id, "2025-07-20T10:00:00Z")
+    second = await run(api, bank_id, day(200))
     assert second["archived"] == 0
     async with pool.acquire() as conn:
         strength = await conn.fetchval(
@@ -200,15 +209,32 @@ async def test_important_facts_outlive_small_talk(
         )
     assert strength == pytest.approx(0.6 * 0.99 ** (200 * 0.4 / 0.6), rel=1e-6)
     # 400 days: both are weaker than 0.1; the only residence Nadia has stays.
-    await run(api, bank_id, "2026-02-05T10:00:00Z")
+    await run(api, bank_id, day(400))
     assert await states(pool, bank_id) == {talk: "archived", daughter: "archived", home: "active"}
     off = await api.patch(
         f"{BASE}/{bank_id}/config", json={"updates": {"lifecycle": {"keep_current_values": False}}}
     )
     assert off.status_code == 200, off.text
-    assert (await run(api, bank_id, "2026-02-06T10:00:00Z"))["archived"] == 1
+    assert (await run(api, bank_id, day(401)))["archived"] == 1
     bad = await api.put(f"{BASE}/{bank_id}", json={"lifecycle": {"keep_current_values": 1}})
     assert bad.status_code == 400 and bad.json()["field"] == "lifecycle.keep_current_values"
+
+
+async def test_history_stored_today_starts_fresh(
+    api: httpx.AsyncClient, pool: Pool, bank_id: str
+) -> None:
+    """Chat from two years ago imported today is not faded by two years: its dates made the
+    first nightly run take every such fact for 730 days untouched and archive it."""
+    made = await api.put(
+        f"{BASE}/{bank_id}", json={"extraction_mode": "none", "enable_observations": False}
+    )
+    assert made.status_code == 200, made.text
+    talk = "The weather is nice today, haha."
+    said = (DAY0 - timedelta(days=731)).isoformat()
+    await retain(api, bank_id, [{"content": talk, "timestamp": said}])
+    assert (await run(api, bank_id, day(0)))["archived"] == 0
+    assert (await states(pool, bank_id))[talk] == "active"
+    assert (await run(api, bank_id, day(60)))["archived"] == 1  # small talk goes at ~52 days
 
 
 async def test_a_large_run_continues_as_new_where_it_left_off(
@@ -222,15 +248,15 @@ async def test_a_large_run_continues_as_new_where_it_left_off(
         f"{BASE}/{bank_id}", json={"extraction_mode": "none", "enable_observations": False}
     )
     assert made.status_code == 200, made.text
-    day = "2025-01-01T10:00:00Z"
+    start = day(0)
     texts = ["Ok, cool, thanks.", "Lol that is funny.", "Nice, great.", "Sounds good, bye."]
     texts.append("Omar decided to learn the violin.")
-    await retain(api, bank_id, [{"content": t, "timestamp": day} for t in texts])
+    await retain(api, bank_id, [{"content": t, "timestamp": start} for t in texts])
     # Two memories a batch, one batch a run: four runs, one history each.
     handle = await temporal_env.client.start_workflow(
         LifecycleWorkflow.run,
         LifecycleRequest(
-            bank_id, "api", datetime(2025, 3, 15, tzinfo=UTC), batches_per_run=1, batch_size=2
+            bank_id, "api", DAY0 + timedelta(days=73), batches_per_run=1, batch_size=2
         ),
         id=f"lifecycle-test:{bank_id}",
         task_queue=settings.task_queue,
