@@ -294,8 +294,6 @@ async def upsert_documents(conn: Connection, jobs: list[UpsertDocument]) -> list
         chunk_ids = new_ids
         new_facts = await conn.fetchval(_NEW_FACTS, [row["fact_id"] for row in staged])
         stored = await _store_units(conn, bank, staged)
-        # Supersession and restoring of archived facts (docs/lifecycle.md), same transaction.
-        await lifecycle_after_store(conn, bank, [row["fact_id"] for row in staged])
         added: dict[str, int] = {
             r["document_id"]: r["count"]
             for r in await conn.fetch(_FACTS_PER_DOCUMENT, bank, chunk_ids)
@@ -310,6 +308,12 @@ async def upsert_documents(conn: Connection, jobs: list[UpsertDocument]) -> list
             links = await _store_links(conn, bank, staged)
         else:
             links = {}
+        # Supersession and restoring of archived facts (docs/lifecycle.md), same transaction,
+        # also under the statistics row: a fact compares itself with the bank's facts, so a
+        # concurrent upsert's facts must be committed or not yet written ("Maya moved to
+        # Porto" in one batch superseded nothing when "Maya lives in Lisbon" was in another
+        # batch in flight beside it).
+        await lifecycle_after_store(conn, bank, [row["fact_id"] for row in staged])
         operations = sorted({job.operation_id for job in jobs})
         await conn.execute(_CLEAR_STAGED, bank, documents, chunk_ids, operations)
         if stored.terms:
