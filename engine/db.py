@@ -71,7 +71,10 @@ def _json_loads(value: str) -> object:
 # the graph arm's shared-terms hop it is 3-8x slower (at 12k facts, under contention, the same
 # arguments back to back: custom 36-145 ms, generic 212-597 ms), and with it recall's median
 # 1,674 -> 1,267 ms (bench/recall_profile.py; docs/benchmarks.md, "Recall latency", fourth
-# pass). Planning costs ~0.1-1 ms a statement.
+# pass). Planning costs ~0.1-1 ms a statement, which the write path feels: `engram import` of
+# LoCoMo (bench/import_locomo.py, quiet host) ran 106.8 turns/s planning every statement and
+# 130.4 with PostgreSQL's own choice (its CPU 40.9 -> 28.5 s), so the worker passes
+# custom_plans=False (docs/benchmarks.md, "Seventh pass").
 SERVER_SETTINGS: Final = {"plan_cache_mode": "force_custom_plan"}
 
 
@@ -89,9 +92,12 @@ async def create_pool(
     min_size: int = 1,
     max_size: int = 10,
     on_connect: Callable[[asyncpg.Connection], Awaitable[None]] | None = None,
+    custom_plans: bool = True,
 ) -> Pool:
     """A pool whose connections know the vector and jsonb codecs; `on_connect` runs on each
     new connection after that (bench/recall_profile.py adds a query logger there).
+    `custom_plans` plans every statement for its arguments (SERVER_SETTINGS, for recall);
+    without it PostgreSQL picks generic plans where it judges them no worse.
 
     The schema must exist first (the vector type is looked up per connection), so callers run
     `migrate` on a plain connection before opening the pool.
@@ -109,7 +115,7 @@ async def create_pool(
         init=init,
         reset=_keep_session,
         command_timeout=60,
-        server_settings=SERVER_SETTINGS,
+        server_settings=SERVER_SETTINGS if custom_plans else {},
     )
     assert pool is not None
     return pool

@@ -140,3 +140,9 @@ async def test_pooled_connections_plan_every_statement_for_its_arguments(fresh_d
             assert await conn.fetchval("SHOW plan_cache_mode") == "force_custom_plan"
     finally:
         await pool.close()
+    writer = await create_pool(fresh_dsn, max_size=1, custom_plans=False)  # the worker's
+    try:
+        async with writer.acquire() as conn:
+            assert await conn.fetchval("SHOW plan_cache_mode") == "auto"
+    finally:
+        await writer.close()
