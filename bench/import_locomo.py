@@ -184,7 +184,7 @@ def wait_for_worker(port: int, worker: subprocess.Popen[bytes]) -> None:
     raise SystemExit("the worker did not start")
 
 
-def _own_cpu() -> float:
+def own_cpu() -> float:
     times = os.times()
     return times.user + times.system
 
@@ -218,10 +218,10 @@ def time_embedding(embedder: Embedder, texts: list[str]) -> tuple[float, float]:
     """The embed activity's model call on every fact, as the worker's CPU pool runs it:
     (wall seconds, CPU seconds)."""
     batches = [[texts[i] for i in run] for run in model_batches(texts)]
-    started, cpu = time.perf_counter(), _own_cpu()
+    started, cpu = time.perf_counter(), own_cpu()
     with ThreadPoolExecutor(CPU_THREADS) as pool:
         list(pool.map(embedder.embed_with_tokens, batches))
-    return time.perf_counter() - started, _own_cpu() - cpu
+    return time.perf_counter() - started, own_cpu() - cpu
 
 
 NO_LINKS: Final = {
@@ -339,11 +339,11 @@ def bench(
             asyncio.run(reset_statements(postgres.dsn))
         out.write(f"importing {data} (worker log: {home / 'worker.log'})\n")
         before = {name: tree_cpu(pid) for name, pid in {**pids, "worker": worker.pid}.items()}
-        own = _own_cpu()
+        own = own_cpu()
         status, wall, texts = asyncio.run(
             import_and_collect(settings, embedder, content, config, out)
         )
-        own = _own_cpu() - own
+        own = own_cpu() - own
         if status["status"] != "completed":
             raise SystemExit(f"the import ended {status['status']}: {status['error']}")
         activities = scrape_activity_times(metrics_port)

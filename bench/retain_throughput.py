@@ -4,14 +4,16 @@
 API pattern: every turn is one item with its own `document_id`, sent to
 `POST /v1/default/banks/{bank}/memories` in requests of 200 items with `async: true` (all
 requests sent, then every operation awaited). Import: the same conversations through
-`POST .../import` (format locomo). Each into its own bank of one stack: embedded PostgreSQL and
-Temporal dev server in a temporary home, one worker process (`python -m worker`, as `engram
-up` runs it), the HTTP app in process; local extractor, observations off (so consolidation
-does not compete with the measured writes), links on. It prints turns/s of both, facts
-stored, and the worker's time per activity for each phase.
+`POST .../import` (format locomo). Each path on a stack of its own, one after the other
+(neither measures the other's bank or leftover work): embedded PostgreSQL and Temporal dev
+server in a fresh home, one worker process (`python -m worker`, as `engram up` runs it), the
+HTTP app in process; local extractor, observations off (so consolidation does not compete
+with the measured writes), links on. It prints turns/s of both, facts stored, the CPU each
+process spent per turn, and the worker's time per activity for each path.
 
     .venv/bin/python -m bench.retain_throughput [--data PATH] [--conversations 1-10]
-                                                [--batch 200] [--home DIR] [--json out.json]
+                                                [--batch 200] [--paths api,import]
+                                                [--home DIR] [--json out.json]
 
 Targets (issue 17): the API pattern >= 100 turns/s; import no slower than before the shared
 pipeline (148-161 turns/s on a quiet host, docs/benchmarks.md).
@@ -21,13 +23,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import json
 import os
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractAsyncContextManager
 from dataclasses import asdict, dataclass
@@ -39,9 +42,12 @@ from temporalio.client import Client
 
 from bench.import_locomo import (
     ActivityTime,
+    CpuSeconds,
     free_port,
+    own_cpu,
     run_import,
     scrape_activity_times,
+    tree_cpu,
     wait_for_worker,
 )
 from bench.locomo_data import load_locomo, parse_selection
@@ -60,6 +66,7 @@ TARGET_API_TURNS_PER_S: Final = 100.0
 POLL_S: Final = 0.5
 TIMEOUT_S: Final = 3600.0
 CONFIG: Final = {"enable_observations": False}
+BANK: Final = "locomo"
 
 
 @dataclass(frozen=True)
@@ -69,6 +76,7 @@ class Phase:
     facts: int
     wall_s: float
     turns_per_s: float
+    cpu: CpuSeconds
     activities: list[ActivityTime]
 
 
@@ -100,9 +108,9 @@ def load_locomo_subset(raw: list[dict[str, Any]], numbers: list[int]) -> list[An
 
 
 async def run_api(
-    client: httpx.AsyncClient, requests: list[list[Any]], out: Any
+    requests: list[list[Any]], client: httpx.AsyncClient, out: Any
 ) -> tuple[float, int]:
-    bank = "api"
+    bank = BANK
     response = await client.put(f"/v1/default/banks/{bank}", json=CONFIG)
     if response.status_code != 200:
         raise SystemExit(f"cannot configure the bank: {response.text[:300]}")
@@ -147,18 +155,15 @@ async def facts_in(pool: Any, bank: str) -> int:
         )
 
 
-async def run_both(
-    settings: Settings,
-    content: str,
-    requests: list[list[Any]],
-    metrics_port: int,
-    out: Any,
-) -> list[Phase]:
+Run = Callable[[httpx.AsyncClient, Any], Awaitable[tuple[float, int]]]
+
+
+async def run_phase(settings: Settings, run: Run, out: Any) -> tuple[float, int, int]:
+    """One path through the HTTP app in process: (wall seconds, turns, facts stored)."""
     embedder = load_embedder("minilm")
     await migrate(settings.database_url, embedder.dimension, embedder.space)
     pool = await create_pool(settings.database_url, max_size=4)
     cpu = ThreadPoolExecutor(CPU_THREADS)
-    phases: list[Phase] = []
     try:
         temporal = await Client.connect(
             settings.resolved_temporal_address, data_converter=converter_for(settings)
@@ -169,39 +174,18 @@ async def run_both(
         async with httpx.AsyncClient(
             transport=transport, base_url="http://bench", timeout=600
         ) as client:
-            out.write(f"retain API: {len(requests)} requests, one document per turn, async\n")
-            before = scrape_activity_times(metrics_port)
-            wall, turns = await run_api(client, requests, out)
-            phases.append(
-                Phase(
-                    "retain API",
-                    turns,
-                    await facts_in(pool, "api"),
-                    wall,
-                    turns / wall,
-                    delta(before, scrape_activity_times(metrics_port)),
-                )
-            )
-            out.write("import: the same conversations, one document per conversation\n")
-            before = scrape_activity_times(metrics_port)
-            status, wall = await run_import(client, content, "import", CONFIG, out)
-            if status["status"] != "completed":
-                raise SystemExit(f"the import ended {status['status']}: {status['error']}")
-            turns = int(status["items"])
-            phases.append(
-                Phase(
-                    "engram import",
-                    turns,
-                    await facts_in(pool, "import"),
-                    wall,
-                    turns / wall,
-                    delta(before, scrape_activity_times(metrics_port)),
-                )
-            )
+            wall, turns = await run(client, out)
+        return wall, turns, await facts_in(pool, BANK)
     finally:
         cpu.shutdown()
         await pool.close()
-    return phases
+
+
+async def import_phase(content: str, client: httpx.AsyncClient, out: Any) -> tuple[float, int]:
+    status, wall = await run_import(client, content, BANK, CONFIG, out)
+    if status["status"] != "completed":
+        raise SystemExit(f"the import ended {status['status']}: {status['error']}")
+    return wall, int(status["items"])
 
 
 def delta(before: list[ActivityTime], after: list[ActivityTime]) -> list[ActivityTime]:
@@ -217,12 +201,41 @@ def delta(before: list[ActivityTime], after: list[ActivityTime]) -> list[Activit
     return sorted((a for a in changed if a.attempts), key=lambda a: -a.seconds)
 
 
-def bench(data: Path, numbers: str, batch: int, home: Path, out: Any) -> list[Phase]:
+def bench(
+    data: Path, numbers: str, batch: int, paths: set[str], home: Path, out: Any
+) -> list[Phase]:
+    """Each path on a stack of its own (a fresh database and Temporal server), one after
+    the other, so neither measures the other's bank or leftover work."""
     raw = json.loads(data.read_text(encoding="utf-8"))
     chosen = parse_selection(numbers, len(raw))
     subset = [raw[n - 1] for n in chosen]
     requests = api_requests(subset, list(range(1, len(subset) + 1)), batch)
     content = json.dumps(subset)
+    phases = [
+        (
+            "api",
+            "retain API",
+            f"{len(requests)} requests, one document per turn, async",
+            functools.partial(run_api, requests),
+        ),
+        (
+            "import",
+            "engram import",
+            "the same conversations, one document per conversation",
+            functools.partial(import_phase, content),
+        ),
+    ]
+    results = []
+    for number, (key, name, what, run) in enumerate(phases):
+        if key not in paths:
+            continue
+        out.write(f"{name}: {what}\n")
+        results.append(measure(name, run, home / f"phase{number}", out))
+    return results
+
+
+def measure(name: str, run: Run, home: Path, out: Any) -> Phase:
+    home.mkdir(parents=True, exist_ok=True)
     postgres = EmbeddedPostgres(home / "postgres", home / "postgres.log")
     temporal = TemporalDevServer(
         home / "temporal.db", home / "temporal.log", free_port(), free_port(), ui=False
@@ -254,7 +267,33 @@ def bench(data: Path, numbers: str, batch: int, home: Path, out: Any) -> list[Ph
                 [sys.executable, "-m", "worker"], env=env, stdout=log, stderr=log
             )
         wait_for_worker(metrics_port, worker)
-        return asyncio.run(run_both(settings, content, requests, metrics_port, out))
+        assert postgres.process is not None and temporal.process is not None
+        pids = {
+            "postgres": postgres.process.pid,
+            "temporal": temporal.process.pid,
+            "worker": worker.pid,
+        }
+        activities = scrape_activity_times(metrics_port)
+        before = {name: tree_cpu(pid) for name, pid in pids.items()}
+        own = own_cpu()
+        wall, turns, facts = asyncio.run(run_phase(settings, run, out))
+        own = own_cpu() - own
+        after = {name: tree_cpu(pid) for name, pid in pids.items()}
+        cpu = CpuSeconds(
+            worker=after["worker"] - before["worker"],
+            postgres=after["postgres"] - before["postgres"],
+            temporal=after["temporal"] - before["temporal"],
+            bench=own,
+        )
+        return Phase(
+            name,
+            turns,
+            facts,
+            wall,
+            turns / wall,
+            cpu,
+            delta(activities, scrape_activity_times(metrics_port)),
+        )
     finally:
         if worker is not None and worker.poll() is None:
             worker.kill()
@@ -271,6 +310,14 @@ def print_report(phases: list[Phase], out: Any) -> None:
     out.write(f"\n{'':16}{'turns':>8}{'facts':>9}{'wall s':>9}{'turns/s':>9}\n")
     for p in phases:
         out.write(f"{p.name:16}{p.turns:8,}{p.facts:9,}{p.wall_s:9.1f}{p.turns_per_s:9.1f}\n")
+    out.write("\nCPU seconds per turn (ms), by process\n")
+    for p in phases:
+        c = p.cpu
+        out.write(
+            f"{p.name:16} worker {1000 * c.worker / p.turns:5.1f}  postgres"
+            f" {1000 * c.postgres / p.turns:5.1f}  temporal {1000 * c.temporal / p.turns:5.1f}"
+            f"  app {1000 * c.bench / p.turns:5.1f}  total {1000 * c.total / p.turns:5.1f}\n"
+        )
     out.write(f"(targets: retain API >= {TARGET_API_TURNS_PER_S:.0f} turns/s; import no slower")
     out.write(" than 148-161 turns/s, quiet host)\n")
     for p in phases:
@@ -285,6 +332,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--conversations", default="all", help='e.g. "1-3" (default: all)')
     parser.add_argument("--batch", type=int, default=200, help="items per retain request")
+    parser.add_argument(
+        "--paths", default="api,import", help="which to measure: api, import or both"
+    )
     parser.add_argument("--home", type=Path, help="keep the databases here (default: a temp dir)")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args(argv)
@@ -293,7 +343,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     with tempfile.TemporaryDirectory(prefix="engram-bench-") as scratch:
         home = args.home or Path(scratch)
-        phases = bench(args.data, args.conversations, args.batch, home, sys.stdout)
+        paths = set(args.paths.split(","))
+        phases = bench(args.data, args.conversations, args.batch, paths, home, sys.stdout)
     print_report(phases, sys.stdout)
     if args.json:
         args.json.write_text(json.dumps([asdict(p) for p in phases], indent=2))

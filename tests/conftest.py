@@ -20,7 +20,6 @@ from starlette.applications import Starlette
 from support.payload_key import TEST_CONVERTER, TEST_PAYLOAD_KEY
 from support.shutdown_watch import watched
 from temporalio.testing import WorkflowEnvironment
-from temporalio.worker import Worker
 
 from engine.db import Pool, create_pool, migrate
 from engine.embedding import Embedder, load_embedder
@@ -31,7 +30,7 @@ from engram.postgres import EmbeddedPostgres
 from engram.temporal_server import DYNAMIC_CONFIG, temporal_binary
 from server.app import create_app
 from server.services import Services
-from worker.main import WorkerServices, build_worker
+from worker.main import Workers, WorkerServices, build_worker
 from worker.metrics import ActivityMetrics, MetricsInterceptor
 
 
@@ -128,7 +127,7 @@ async def worker(
     pool: Pool,
     embedder: Embedder,
     cpu: ThreadPoolExecutor,
-) -> AsyncIterator[Worker]:
+) -> AsyncIterator[Workers]:
     """A real worker on this test's own task queue, with the production activities."""
     llm = LLMClient(settings.llm, LLMRequestLog(pool)) if settings.llm.configured else None
     services = WorkerServices(pool, embedder, cpu, llm)
@@ -158,7 +157,7 @@ def app(
 
 
 @pytest.fixture
-async def api(app: Starlette, worker: Worker) -> AsyncIterator[httpx.AsyncClient]:
+async def api(app: Starlette, worker: Workers) -> AsyncIterator[httpx.AsyncClient]:
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url="http://engram.test") as client:
         yield client

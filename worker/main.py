@@ -18,7 +18,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry, ProcessCollector, start_http_server
 from temporalio.client import Client
 from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
-from temporalio.worker import Worker
+from temporalio.worker import Interceptor, Worker
 
 from activities.consolidation import ConsolidationActivities
 from activities.failures import FailureInterceptor
@@ -54,6 +54,7 @@ from workflows.imports import ImportWorkflow
 from workflows.lifecycle import LifecycleWorkflow
 from workflows.mental_models import MentalModelRefreshWorkflow, MentalModelTriggerWorkflow
 from workflows.pipeline import DocumentBatchWorkflow
+from workflows.policies import EMBED_ACTIVITY, embed_queue
 from workflows.reembed import ReembedWorkflow
 from workflows.reflect import ReflectWorkflow
 from workflows.retain import RetainWorkflow
@@ -205,24 +206,71 @@ async def open_worker_services(
         await pool.close()
 
 
+class Workers:
+    """What `python -m worker` polls, run together with `async with`: every workflow and
+    activity on the task queue, and the embedding step again on a queue of its own
+    (`policies.embed_queue`) with as many slots as the CPU pool has threads. Batches
+    waiting to embed then wait in Temporal, in the order they asked, instead of filling the
+    task queue's activity slots while batches that have embedded wait for a slot to link and
+    store (a retain of many requests otherwise finished every batch at about the same time,
+    with the CPU idle while they stored)."""
+
+    def __init__(self, main: Worker, embed: Worker) -> None:
+        self.main = main
+        self.embed = embed
+        self._stack = contextlib.AsyncExitStack()
+
+    async def __aenter__(self) -> Workers:
+        await self._stack.__aenter__()
+        try:
+            await self._stack.enter_async_context(self.main)
+            await self._stack.enter_async_context(self.embed)
+        except BaseException:
+            await self._stack.aclose()
+            raise
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self._stack.aclose()
+
+
 def build_worker(
     client: Client,
     task_queue: str,
     services: WorkerServices,
     interceptor: MetricsInterceptor,
     replacing: Mapping[str, Callable[..., Any]] | None = None,
-) -> Worker:
-    """The worker `python -m worker` runs. Tests swap single activities (by name) through
+) -> Workers:
+    """The workers `python -m worker` runs. Tests swap single activities (by name) through
     `replacing`, keeping the rest of the wiring, interceptors included."""
-    swapped = replacing or {}
-    activities = [a for a in activities_of(services) if a.__name__ not in swapped]
-    return Worker(
+    named = {a.__name__: a for a in activities_of(services)} | dict(replacing or {})
+    activities = list(named.values())
+    interceptors = [interceptor, HeartbeatInterceptor(), FailureInterceptor()]
+    # Runs started before the embed queue scheduled their embedding here: it stays served.
+    main = Worker(
         client,
         task_queue=task_queue,
         workflows=list(WORKFLOWS),
-        activities=[*activities, *swapped.values()],
-        interceptors=[interceptor, HeartbeatInterceptor(), FailureInterceptor()],
+        activities=activities,
+        interceptors=interceptors,
         max_concurrent_activities=MAX_CONCURRENT_ACTIVITIES,
+    )
+    return Workers(main, embed_worker(client, task_queue, named[EMBED_ACTIVITY], interceptors))
+
+
+def embed_worker(
+    client: Client,
+    task_queue: str,
+    embed_facts: Callable[..., Any],
+    interceptors: Sequence[Interceptor] = (),
+) -> Worker:
+    """The poller of the embedding step's own queue (see `Workers`)."""
+    return Worker(
+        client,
+        task_queue=embed_queue(task_queue),
+        activities=[embed_facts],
+        interceptors=interceptors,
+        max_concurrent_activities=CPU_THREADS,
     )
 
 

@@ -57,16 +57,20 @@ def batch_workflow_id(bank_id: str, operation_id: str, first_seq: int) -> str:
     return f"batch:{bank_id}:{operation_id}:{first_seq}"
 
 
-def batches_of(refs: list[DocumentRef], total: int) -> list[list[DocumentRef]]:
-    """Consecutive refs grouped into batches: at most BATCH_DOCUMENTS documents and
-    BATCH_RECORDS records each (a larger document alone), and small enough that an operation
-    of `total` documents spreads over MAX_PARALLEL_BATCHES batches at once."""
-    size = max(1, min(policies.BATCH_DOCUMENTS, math.ceil(total / policies.MAX_PARALLEL_BATCHES)))
+def batches_of(
+    refs: list[DocumentRef], total: int, least_records: int, largest: int, most_records: int
+) -> list[list[DocumentRef]]:
+    """Consecutive refs grouped into batches: an operation of `total` documents spreads over
+    MAX_PARALLEL_BATCHES batches at once, but a batch takes at least `least_records` records
+    (items of a retain, source records of an import) before it closes, and at most `largest`
+    documents and `most_records` records (a larger document alone)."""
+    spread = max(1, math.ceil(total / policies.MAX_PARALLEL_BATCHES))
     batches: list[list[DocumentRef]] = []
     current: list[DocumentRef] = []
     records = 0
     for ref in refs:
-        if current and (len(current) >= size or records + ref.records > policies.BATCH_RECORDS):
+        enough = len(current) >= spread and records >= least_records
+        if current and (enough or len(current) >= largest or records + ref.records > most_records):
             batches.append(current)
             current, records = [], 0
         current.append(ref)
@@ -156,12 +160,18 @@ class DocumentBatchWorkflow:
         failed = [DocumentFailure(f.seq, names[f.seq], f.message) for f in plan.failed]
         fact_ids = await self._extract(job, plan.planned)
         await self._report(job, EXTRACTED_PERMILLE)
+        queue = (
+            policies.embed_queue(workflow.info().task_queue)
+            if workflow.patched("embed-queue")
+            else None
+        )
         await self._each(
             fact_ids,
             policies.EMBED_BATCH,
             lambda ids: workflow.execute_activity_method(
                 RetainActivities.embed_facts,
                 StagedFacts(job.bank_id, job.operation_id, ids, priority=job.priority),
+                task_queue=queue,
                 **options(policies.EMBED),
             ),
         )
@@ -300,4 +310,10 @@ async def run_batches(
                 return
         await on_done(batch, result)
 
-    await asyncio.gather(*(run_one(batch) for batch in batches_of(refs, total)))
+    if workflow.patched("larger-batches"):
+        batches = batches_of(
+            refs, total, policies.BATCH_LEAST, policies.BATCH_DOCUMENTS, policies.BATCH_RECORDS
+        )
+    else:
+        batches = batches_of(refs, total, 0, 64, 256)  # as runs started before it were cut
+    await asyncio.gather(*(run_one(batch) for batch in batches))

@@ -119,6 +119,16 @@ SUPERSEDE = ActivityPolicy(
 # calls and the server spent 18.8 CPU s, with 16, 43 calls and 11.2-11.7 CPU s. The chunks of
 # one call are still extracted concurrently in the CPU pool.
 EXTRACT_BATCH = 16
+# The embedding step runs on a task queue of its own, next to the one named in the settings
+# (worker/main.py `Workers`): its slots are the CPU pool's threads, so calls waiting for
+# the model wait in Temporal, not in the task queue's activity slots.
+EMBED_ACTIVITY = "embed_facts"
+
+
+def embed_queue(task_queue: str) -> str:
+    return f"{task_queue}.embed"
+
+
 # Facts per embed_facts call. One call runs its model batches through the worker's ordered
 # gate in its batch's order; a few large calls keep the worker's activity slots free for other
 # batches' link and upsert steps (with one call per 128 facts, calls waiting their turn filled
@@ -133,10 +143,14 @@ SUPERSEDE_BATCH = 32
 # Facts per resolve_entities call (one transaction each).
 RESOLVE_BATCH = 1024
 # Documents per batch workflow, and items (or import records) per batch: many small documents
-# share one batch's activities (six activities per batch, not per document); a large one
-# fills a batch alone.
-BATCH_DOCUMENTS = 64
-BATCH_RECORDS = 256
+# share one batch's activities (about nine per batch, not six per document); a large one
+# fills a batch alone. A batch holds at least BATCH_LEAST records even when that leaves fewer
+# than MAX_PARALLEL_BATCHES batches: an activity costs ~40 ms of Temporal CPU (dev server and
+# the worker's SDK), which at 25 one-message documents a batch was a third of all the CPU of
+# the reference client's pattern (200 of them per request; docs/benchmarks.md).
+BATCH_LEAST = 100
+BATCH_DOCUMENTS = 256
+BATCH_RECORDS = 512
 # Batch workflows running at once per operation.
 MAX_PARALLEL_BATCHES = 8
 # Staged document references fetched per activity call.

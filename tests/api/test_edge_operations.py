@@ -13,13 +13,12 @@ from support.operations import finished_operation
 from temporalio import activity
 from temporalio.client import WorkflowExecutionStatus
 from temporalio.testing import WorkflowEnvironment
-from temporalio.worker import Worker
 
 from engine.db import Pool
 from engine.embedding import Embedder
 from engine.retain.payloads import UpsertBatch, UpsertBatchResult
 from engine.settings import Settings
-from worker.main import WorkerServices, build_worker
+from worker.main import Workers, WorkerServices, build_worker
 from worker.metrics import ActivityMetrics, MetricsInterceptor
 from workflows.consolidation import consolidation_workflow_id
 
@@ -28,7 +27,7 @@ BASE = "/v1/default/banks"
 
 def worker_with(
     client: Any, settings: Settings, services: WorkerServices, name: str, replacement: Any
-) -> Worker:
+) -> Workers:
     """The production worker with activity `name` replaced by `replacement`."""
     metrics = MetricsInterceptor(ActivityMetrics(CollectorRegistry()))
     return build_worker(client, settings.task_queue, services, metrics, {name: replacement})

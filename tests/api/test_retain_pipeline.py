@@ -18,6 +18,7 @@ from engine.embedding import Embedder
 from engine.limits import MAX_CONTEXT_CHARS
 from engine.settings import Settings
 from server.retain import retain_workflow_id
+from workflows.policies import embed_queue
 
 BASE = "/v1/default/banks"
 
@@ -42,7 +43,11 @@ async def staged_rows(pool: Pool, operation_id: str) -> int:
 
 
 async def test_one_document_per_message_runs_in_a_few_batches_with_exact_counts(
-    api: httpx.AsyncClient, temporal_env: WorkflowEnvironment, pool: Pool, bank_id: str
+    api: httpx.AsyncClient,
+    temporal_env: WorkflowEnvironment,
+    settings: Settings,
+    pool: Pool,
+    bank_id: str,
 ) -> None:
     """The reference client's pattern: 200 messages, each its own document."""
     op = f"many-{bank_id}"
@@ -72,7 +77,17 @@ async def test_one_document_per_message_runs_in_a_few_batches_with_exact_counts(
         and e.start_child_workflow_execution_initiated_event_attributes.workflow_type.name
         == "DocumentBatchWorkflow"
     ]
-    assert len(batches) == 8  # 200 documents in 8 batches, not 200 child workflows
+    # 200 documents in 2 batches of 100 (policies.BATCH_LEAST), not 200 child workflows.
+    assert len(batches) == 2
+    # Each batch embeds on the embedding step's own queue (worker/main.py `Workers`).
+    child = batches[0].start_child_workflow_execution_initiated_event_attributes.workflow_id
+    queues = {
+        e.activity_task_scheduled_event_attributes.task_queue.name
+        async for e in temporal_env.client.get_workflow_handle(child).fetch_history_events()
+        if e.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+        and e.activity_task_scheduled_event_attributes.activity_type.name == "embed_facts"
+    }
+    assert queues == {embed_queue(settings.task_queue)}
     assert await staged_rows(pool, op) == 0
     # Sent again, nothing changes (upsert by document id).
     again = await retain(api, bank_id, {"items": items})

@@ -74,13 +74,17 @@ async def test_a_worker_killed_mid_import_is_replaced_and_nothing_is_lost_or_dou
         response = await plain_api.post(f"{BASE}/{bank_id}/import", json={"content": content})
         assert response.status_code == 202, response.text
         operation_id = response.json()["operation_id"]
-        for _ in range(1200):  # until the worker has finished some documents, not all
-            progress = (await status(plain_api, operation_id))["progress"]
-            if progress.get("documents_done", 0) >= 2:
+        for _ in range(1200):  # until the worker has extracted facts, before it stores all
+            async with pool.acquire() as conn:
+                staged = await conn.fetchval(
+                    "SELECT count(*) FROM staged_facts WHERE operation_id = $1", operation_id
+                )
+            if staged > 0:
                 break
             await asyncio.sleep(0.1)
-        assert 2 <= progress["documents_done"] < 16, progress
         kill(victim)
+        progress = (await status(plain_api, operation_id))["progress"]
+        assert progress["documents_done"] < 16, progress
         async with production_worker(temporal_env, settings, pool, embedder, cpu):
             final = await finished_import(plain_api, operation_id, timeout=200)
             clean = await plain_api.post(

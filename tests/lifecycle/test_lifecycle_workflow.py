@@ -16,14 +16,13 @@ from prometheus_client import CollectorRegistry, generate_latest
 from temporalio.api.enums.v1 import EventType
 from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
-from temporalio.worker import Worker
 
 from engine.db import Pool
 from engine.embedding import Embedder
 from engine.lifecycle.payloads import LifecycleRequest
 from engine.lifecycle.schedule import lifecycle_schedule_id
 from engine.settings import Settings
-from worker.main import WorkerServices, build_worker
+from worker.main import Workers, WorkerServices, build_worker
 from worker.metrics import ActivityMetrics, MetricsInterceptor
 from workflows.lifecycle import LifecycleWorkflow
 
@@ -50,7 +49,7 @@ async def worker(
     embedder: Embedder,
     cpu: ThreadPoolExecutor,
     registry: CollectorRegistry,
-) -> AsyncIterator[Worker]:
+) -> AsyncIterator[Workers]:
     """The production worker, with a metrics registry this test can read."""
     services = WorkerServices(pool, embedder, cpu, None)
     interceptor = MetricsInterceptor(ActivityMetrics(registry))

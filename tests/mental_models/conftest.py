@@ -16,7 +16,7 @@ from engine.embedding import Embedder
 from engine.settings import Settings
 from mental_models.reflect_stub import StubReflectActivities, StubReflectWorkflow
 from worker.heartbeat import HeartbeatInterceptor
-from worker.main import WORKFLOWS, WorkerServices, activities_of
+from worker.main import WORKFLOWS, Workers, WorkerServices, activities_of, embed_worker
 
 
 @pytest.fixture
@@ -26,15 +26,25 @@ async def worker(
     pool: Pool,
     embedder: Embedder,
     cpu: ThreadPoolExecutor,
-) -> AsyncIterator[Worker]:
+) -> AsyncIterator[Workers]:
     services = WorkerServices(pool, embedder, cpu, None)
     workflows = [w for w in WORKFLOWS if w.__name__ != "ReflectWorkflow"]
-    running = Worker(
-        temporal_env.client,
-        task_queue=settings.task_queue,
-        workflows=[*workflows, StubReflectWorkflow],
-        activities=[*activities_of(services), StubReflectActivities(pool).stub_reflect_facts],
-        interceptors=[FailureInterceptor(), HeartbeatInterceptor()],
+    activities = activities_of(services)
+    interceptors = [FailureInterceptor(), HeartbeatInterceptor()]
+    running = Workers(
+        Worker(
+            temporal_env.client,
+            task_queue=settings.task_queue,
+            workflows=[*workflows, StubReflectWorkflow],
+            activities=[*activities, StubReflectActivities(pool).stub_reflect_facts],
+            interceptors=interceptors,
+        ),
+        embed_worker(
+            temporal_env.client,
+            settings.task_queue,
+            next(a for a in activities if a.__name__ == "embed_facts"),
+            interceptors,
+        ),
     )
     async with watched(running):
         yield running

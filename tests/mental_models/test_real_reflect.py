@@ -10,7 +10,6 @@ import pytest
 from prometheus_client import CollectorRegistry
 from support.operations import finished_operation
 from temporalio.testing import WorkflowEnvironment
-from temporalio.worker import Worker
 
 from engine.db import Pool
 from engine.embedding import Embedder
@@ -21,7 +20,7 @@ from mental_models.mental_models_support import (
     history,
     retain,
 )
-from worker.main import WorkerServices, build_worker
+from worker.main import Workers, WorkerServices, build_worker
 from worker.metrics import ActivityMetrics, MetricsInterceptor
 
 
@@ -32,7 +31,7 @@ async def worker(
     pool: Pool,
     embedder: Embedder,
     cpu: ThreadPoolExecutor,
-) -> AsyncIterator[Worker]:
+) -> AsyncIterator[Workers]:
     """The production worker, real ReflectWorkflow included."""
     services = WorkerServices(pool, embedder, cpu, None)
     interceptor = MetricsInterceptor(ActivityMetrics(CollectorRegistry()))

@@ -19,7 +19,6 @@ from onnx import TensorProto, helper, numpy_helper
 from prometheus_client import CollectorRegistry
 from starlette.applications import Starlette
 from temporalio.testing import WorkflowEnvironment
-from temporalio.worker import Worker
 
 from engine import reembed
 from engine.db import Pool, migrate
@@ -30,7 +29,7 @@ from engine.settings import Settings
 from engram import cli
 from server.app import create_app
 from server.services import Services
-from worker.main import WorkerServices, build_worker
+from worker.main import Workers, WorkerServices, build_worker
 from worker.metrics import ActivityMetrics, MetricsInterceptor
 from workflows.reembed import ReembedRequest, ReembedWorkflow
 
@@ -80,7 +79,7 @@ async def worker(
     pool: Pool,
     live: LiveEmbedder,
     cpu: ThreadPoolExecutor,
-) -> AsyncIterator[Worker]:
+) -> AsyncIterator[Workers]:
     services = WorkerServices(pool, live, cpu, None)
     interceptor = MetricsInterceptor(ActivityMetrics(CollectorRegistry()))
     async with build_worker(temporal_env.client, settings.task_queue, services, interceptor) as w:

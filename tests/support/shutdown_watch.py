@@ -13,7 +13,7 @@ import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from temporalio.worker import Worker
+from worker.main import Workers
 
 SLOW_SHUTDOWN_S = 60.0
 
@@ -26,7 +26,7 @@ def _dump_tasks() -> None:
 
 
 @asynccontextmanager
-async def watched(worker: Worker) -> AsyncIterator[Worker]:
+async def watched(worker: Workers) -> AsyncIterator[Workers]:
     watchdog: asyncio.TimerHandle | None = None
     try:
         async with worker:

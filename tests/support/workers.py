@@ -13,13 +13,12 @@ from contextlib import contextmanager
 
 from prometheus_client import CollectorRegistry
 from temporalio.testing import WorkflowEnvironment
-from temporalio.worker import Worker
 
 from engine.db import Pool
 from engine.embedding import Embedder
 from engine.settings import Settings
 from support.serve import free_port
-from worker.main import WorkerServices, build_worker
+from worker.main import Workers, WorkerServices, build_worker
 from worker.metrics import ActivityMetrics, MetricsInterceptor
 
 
@@ -64,7 +63,7 @@ def production_worker(
     pool: Pool,
     embedder: Embedder,
     cpu: ThreadPoolExecutor,
-) -> Worker:
+) -> Workers:
     """The worker `python -m worker` runs, in this process (use with `async with`)."""
     services = WorkerServices(pool, embedder, cpu, None)
     interceptor = MetricsInterceptor(ActivityMetrics(CollectorRegistry()))
