@@ -248,7 +248,10 @@ class DocumentBatchWorkflow:
         await self._each(fact_ids, policies.SUPERSEDE_BATCH, call)
 
     async def _extract(self, job: BatchJob, planned: list[PlannedDocument]) -> list[str]:
-        calls = extraction_slices(planned, policies.EXTRACT_BATCH)
+        size = policies.EXTRACT_BATCH
+        if job.options.extraction_mode != "llm" and workflow.patched("local-extract-batch"):
+            size = policies.LOCAL_EXTRACT_BATCH
+        calls = extraction_slices(planned, size)
         staged = await asyncio.gather(
             *(
                 workflow.execute_activity_method(

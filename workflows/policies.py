@@ -119,6 +119,10 @@ SUPERSEDE = ActivityPolicy(
 # calls and the server spent 18.8 CPU s, with 16, 43 calls and 11.2-11.7 CPU s. The chunks of
 # one call are still extracted concurrently in the CPU pool.
 EXTRACT_BATCH = 16
+# Without a model (local or no extraction), a call is a millisecond of CPU a chunk and cannot
+# fail for a rate limit, so one call takes a whole batch's chunks: 16 a call still made seven
+# calls for every 100 one-message documents.
+LOCAL_EXTRACT_BATCH = 512
 # The embedding step runs on a task queue of its own, next to the one named in the settings
 # (worker/main.py `Workers`): its slots are the CPU pool's threads, so calls waiting for
 # the model wait in Temporal, not in the task queue's activity slots.

@@ -47,23 +47,36 @@ class Tombstoned:
     entity_ids: list[Any]
 
 
-async def apply_tombstones(
-    conn: Connection,
-    bank_id: str,
-    chunks: Sequence[ChunkJob],
-    staged: Sequence[asyncpg.Record],
-) -> Tombstoned:
-    """The chunks and staged facts to store, the passages to blank in the document's text
-    and the entities of the facts left out (removed if nothing else mentions them). `staged`
-    rows have fact_id, text, chunk_id, source_start, source_end, entity_ids."""
-    hashes = {row["fact_id"]: text_hash(row["text"]) for row in staged}
-    found = await conn.fetch(
-        _TOMBSTONED, bank_id, [c.content_hash for c in chunks], sorted(set(hashes.values()))
+@dataclass(frozen=True)
+class Tombstones:
+    """The tombstoned fingerprints among a batch's chunks and facts."""
+
+    chunks: frozenset[str] = frozenset()
+    facts: frozenset[str] = frozenset()
+
+
+async def find_tombstones(
+    conn: Connection, bank_id: str, chunks: Sequence[ChunkJob], staged: Sequence[asyncpg.Record]
+) -> Tombstones:
+    """One look-up for a whole batch of documents' chunks and staged facts."""
+    hashes = sorted({text_hash(row["text"]) for row in staged})
+    found = await conn.fetch(_TOMBSTONED, bank_id, [c.content_hash for c in chunks], hashes)
+    return Tombstones(
+        frozenset(r["content_hash"] for r in found if r["kind"] == "chunk"),
+        frozenset(r["content_hash"] for r in found if r["kind"] == "fact"),
     )
-    if not found:
+
+
+def apply_tombstones(
+    found: Tombstones, chunks: Sequence[ChunkJob], staged: Sequence[asyncpg.Record]
+) -> Tombstoned:
+    """The chunks and staged facts of one document to store, the passages to blank in the
+    document's text and the entities of the facts left out (removed if nothing else mentions
+    them). `staged` rows have fact_id, text, chunk_id, source_start, source_end, entity_ids."""
+    if not found.chunks and not found.facts:
         return Tombstoned(list(chunks), list(staged), [], [])
-    dead_chunks = {r["content_hash"] for r in found if r["kind"] == "chunk"}
-    dead_facts = {r["content_hash"] for r in found if r["kind"] == "fact"}
+    hashes = {row["fact_id"]: text_hash(row["text"]) for row in staged}
+    dead_chunks, dead_facts = found.chunks, found.facts
     dropped = {c.chunk_id for c in chunks if c.content_hash in dead_chunks}
     spans: dict[str, list[tuple[int, int]]] = {}
     for row in staged:

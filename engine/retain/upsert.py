@@ -17,12 +17,17 @@ import asyncpg
 
 from engine.db import Connection
 from engine.lifecycle.on_retain import lifecycle_after_store
-from engine.lifecycle.tombstones import apply_tombstones, blank_passages
+from engine.lifecycle.tombstones import apply_tombstones, blank_passages, find_tombstones
 from engine.retain.documents import item_span
 from engine.retain.payloads import ChunkJob, UpsertDocument, UpsertResult
 from engine.text import term_frequencies
 
-_LOCK = "SELECT pg_advisory_xact_lock(hashtextextended($1 || E'\\x1f' || $2, 0))"
+# The documents' advisory locks, in one statement, in code-point order (the order the
+# single-statement per-document locks were taken in before).
+_LOCK = """
+SELECT count(pg_advisory_xact_lock(hashtextextended($1 || E'\\x1f' || d, 0)))
+FROM (SELECT d FROM unnest($2::text[]) AS d ORDER BY d COLLATE "C") ordered
+"""
 
 _DOCUMENT = """
 INSERT INTO documents (bank_id, document_id, content, content_hash, context, metadata, tags,
@@ -255,8 +260,7 @@ async def upsert_documents(conn: Connection, jobs: list[UpsertDocument]) -> list
     bank = jobs[0].bank_id
     documents = [job.plan.document_id for job in jobs]
     async with conn.transaction():
-        for document_id in sorted(set(documents)):
-            await conn.execute(_LOCK, bank, document_id)
+        await conn.execute(_LOCK, bank, sorted(set(documents)))
         dropped = [cid for job in jobs for cid in job.plan.dropped_chunk_ids]
         if dropped:
             await conn.execute(_LOCK_DROPPED_FACTS, bank, dropped)
@@ -267,19 +271,27 @@ async def upsert_documents(conn: Connection, jobs: list[UpsertDocument]) -> list
         staged: list[asyncpg.Record] = []
         new_ids = [c.chunk_id for job in jobs for c in job.plan.new_chunks]
         by_document: dict[str, list[asyncpg.Record]] = {}
-        for row in await conn.fetch(_STAGED, bank, documents, new_ids):
+        rows = await conn.fetch(_STAGED, bank, documents, new_ids)
+        for row in rows:
             by_document.setdefault(row["document_id"], []).append(row)
-        for job in jobs:
-            # What was forgotten is not stored again (engine/lifecycle/tombstones.py).
-            kept = await apply_tombstones(
-                conn, bank, job.plan.new_chunks, by_document.get(job.plan.document_id, [])
-            )
-            removed, gone = await _document_rows(conn, job, kept.passages)
+        # What was forgotten is not stored again (engine/lifecycle/tombstones.py).
+        found = await find_tombstones(
+            conn, bank, [c for job in jobs for c in job.plan.new_chunks], rows
+        )
+        kept = [
+            apply_tombstones(found, job.plan.new_chunks, by_document.get(job.plan.document_id, []))
+            for job in jobs
+        ]
+        await conn.executemany(
+            _DOCUMENT, [_document_row(job, k.passages) for job, k in zip(jobs, kept, strict=True)]
+        )
+        for job, k in zip(jobs, kept, strict=True):
+            removed, gone = await _drop_chunks(conn, job)
             facts_removed.append(removed)
-            removed_entities += gone + list(kept.entity_ids)
-            chunks += kept.chunks
-            chunk_index += range(len(kept.chunks))
-            staged += kept.staged
+            removed_entities += gone + list(k.entity_ids)
+            chunks += k.chunks
+            chunk_index += range(len(k.chunks))
+            staged += k.staged
         await conn.execute(
             _CHUNKS,
             bank,
@@ -344,14 +356,8 @@ async def upsert_documents(conn: Connection, jobs: list[UpsertDocument]) -> list
     ]
 
 
-async def _document_rows(
-    conn: Connection, job: UpsertDocument, forgotten: list[str]
-) -> tuple[int, list[Any]]:
-    """A document's row (with the `forgotten` passages blanked) and its dropped chunks;
-    returns the facts removed and the entities they named (their counts are refreshed once
-    for the batch)."""
-    plan = job.plan
-    bank = job.bank_id
+def _document_row(job: UpsertDocument, forgotten: list[str]) -> tuple[Any, ...]:
+    """A document's row (with the `forgotten` passages blanked): _DOCUMENT's arguments."""
     content = "\n\n".join(item.content for item in job.items)
     first = job.items[0] if job.items else None
     stamps = [item.timestamp for item in job.items if item.timestamp is not None]
@@ -360,10 +366,9 @@ async def _document_rows(
     for item in job.items:
         metadata.update(item.metadata)
         tags += [t for t in item.tags if t not in tags]
-    await conn.execute(
-        _DOCUMENT,
-        bank,
-        plan.document_id,
+    return (
+        job.bank_id,
+        job.plan.document_id,
         blank_passages(content, forgotten),
         hashlib.sha256(content.encode()).hexdigest(),
         first.context if first else "",
@@ -373,8 +378,15 @@ async def _document_rows(
         job.update_mode == "append",
         [item_span(item) for item in job.items],
     )
+
+
+async def _drop_chunks(conn: Connection, job: UpsertDocument) -> tuple[int, list[Any]]:
+    """A document's dropped chunks: returns the facts removed and the entities they named
+    (their counts are refreshed once for the batch)."""
+    plan = job.plan
     if not plan.dropped_chunk_ids:
         return 0, []
+    bank = job.bank_id
     removed_entities = [
         r["entity_id"] for r in await conn.fetch(_ENTITIES_OF_CHUNKS, bank, plan.dropped_chunk_ids)
     ]
