@@ -10,8 +10,8 @@ engine's own functions for every row's content:
   be compared row by row); importance: `fact_to_json` (the local score); BM25 terms and token
   counts: `engine.text.term_frequencies`; token vectors: `encode_token_vectors` (int4);
   entity ids: `engine.retain.resolve.entity_id`; document rows: the upsert step's own
-  `_document_rows` and chunk SQL; bank and term statistics: the schema's own triggers, which
-  COPY fires.
+  `_document_row` with its document and chunk SQL; bank and term statistics: the schema's own
+  triggers, which COPY fires.
 - links: `engine.retain.links.plan_links`, the link step's selection and weights, given the
   same inputs the link step reads from the database, computed here from what the loader has
   stored so far in the bank (every document is linked against the bank's earlier documents,
@@ -70,7 +70,7 @@ from engine.retain.links import (
 from engine.retain.payloads import DocumentPlan, LinkOptions, RetainItem, UpsertDocument
 from engine.retain.resolve import entity_id
 from engine.retain.staging import fact_id
-from engine.retain.upsert import _CHUNKS, _document_rows
+from engine.retain.upsert import _CHUNKS, _DOCUMENT, _document_row
 from engine.text import term_frequencies
 from engine.types import ExtractedFact
 
@@ -422,8 +422,8 @@ _ENTITY_COLUMNS: Final = (
 
 async def _copy(conn: Connection, rows: Rows) -> None:
     chunks: list[Any] = []
+    await conn.executemany(_DOCUMENT, [_document_row(job, []) for job in rows.documents])
     for job in rows.documents:
-        await _document_rows(conn, job, [])
         chunks += [(c, i) for i, c in enumerate(job.plan.new_chunks)]
     bank = rows.documents[0].bank_id
     await conn.execute(
