@@ -149,10 +149,11 @@ RESOLVE_BATCH = 1024
 # Documents per batch workflow, and items (or import records) per batch: many small documents
 # share one batch's activities (about nine per batch, not six per document); a large one
 # fills a batch alone. A batch holds at least BATCH_LEAST records even when that leaves fewer
-# than MAX_PARALLEL_BATCHES batches: an activity costs ~40 ms of Temporal CPU (dev server and
-# the worker's SDK), which at 25 one-message documents a batch was a third of all the CPU of
-# the reference client's pattern (200 of them per request; docs/benchmarks.md).
-BATCH_LEAST = 100
+# than MAX_PARALLEL_BATCHES batches: activities cost Temporal CPU (dev server and the worker's
+# SDK), which at 25 one-message documents a batch was a third of all the CPU of the reference
+# client's pattern (200 of them per request), 4.5 ms a turn at 100 and 3.8 at 200
+# (docs/benchmarks.md, "Retain throughput").
+BATCH_LEAST = 200
 BATCH_DOCUMENTS = 256
 BATCH_RECORDS = 512
 # Batch workflows running at once per operation.

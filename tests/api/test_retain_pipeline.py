@@ -77,8 +77,8 @@ async def test_one_document_per_message_runs_in_a_few_batches_with_exact_counts(
         and e.start_child_workflow_execution_initiated_event_attributes.workflow_type.name
         == "DocumentBatchWorkflow"
     ]
-    # 200 documents in 2 batches of 100 (policies.BATCH_LEAST), not 200 child workflows.
-    assert len(batches) == 2
+    # 200 documents in one batch (policies.BATCH_LEAST), not 200 child workflows.
+    assert len(batches) == 1
     # Each batch embeds on the embedding step's own queue (worker/main.py `Workers`).
     child = batches[0].start_child_workflow_execution_initiated_event_attributes.workflow_id
     queues = {
