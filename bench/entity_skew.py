@@ -44,7 +44,7 @@ import sys
 import tempfile
 import time
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -252,7 +252,12 @@ async def wait_for_consolidation(pool: Pool, every: float, out: TextIO) -> tuple
 
 
 async def drive(
-    settings: Settings, content: str, metrics_port: int, args: argparse.Namespace, out: TextIO
+    settings: Settings,
+    content: str,
+    metrics_port: int,
+    args: argparse.Namespace,
+    out: TextIO,
+    stop_worker: Callable[[], None],
 ) -> None:
     embedder = load_embedder("minilm")
     await migrate(settings.database_url, embedder.dimension, embedder.space)
@@ -296,6 +301,9 @@ async def drive(
                 f" (import {end.facts / end.seconds:.1f} facts/s)\n"
             )
         if args.consolidate:
+            # The worker would consolidate the bank too (the import asks for it when it ends,
+            # and the bench turns observations on): only the in-process batches run.
+            stop_worker()
             out.write("\n")
             if args.pg_stats:
                 await reset_statements(settings.database_url)
@@ -435,6 +443,16 @@ def consolidate_only(args: argparse.Namespace, home: Path, out: TextIO) -> None:
         postgres.stop()
 
 
+def stop(worker: subprocess.Popen[bytes]) -> None:
+    if worker.poll() is None:
+        worker.terminate()
+        try:
+            worker.wait(30)
+        except subprocess.TimeoutExpired:
+            worker.kill()
+            worker.wait()
+
+
 def bench(args: argparse.Namespace, home: Path, out: TextIO) -> None:
     documents = FULL_DOCUMENTS if args.full else args.documents
     content, counts = journal(documents, args.people)
@@ -478,19 +496,21 @@ def bench(args: argparse.Namespace, home: Path, out: TextIO) -> None:
         wait_for_worker(metrics_port, worker)
         assert postgres.process is not None
         before = tree_cpu(postgres.process.pid), tree_cpu(worker.pid)
-        asyncio.run(drive(settings, content, metrics_port, args, out))
-        after = tree_cpu(postgres.process.pid), tree_cpu(worker.pid)
+        running = worker
+
+        def stop_worker() -> None:
+            before_stop.append(tree_cpu(running.pid))
+            stop(running)
+
+        before_stop: list[float] = []
+        asyncio.run(drive(settings, content, metrics_port, args, out, stop_worker))
+        after = tree_cpu(postgres.process.pid), (before_stop or [tree_cpu(worker.pid)])[0]
         out.write(
             f"CPU seconds: postgres {after[0] - before[0]:.0f}, worker {after[1] - before[1]:.0f}\n"
         )
     finally:
-        if worker is not None and worker.poll() is None:
-            worker.terminate()
-            try:
-                worker.wait(30)
-            except subprocess.TimeoutExpired:
-                worker.kill()
-                worker.wait()
+        if worker is not None:
+            stop(worker)
         temporal.stop()
         postgres.stop()
 
