@@ -13,6 +13,11 @@ over the interval (from the worker's `engram_activity_duration_seconds`).
 backlog (facts not yet consolidated) is empty and prints consolidated facts/s over time,
 next to the import's facts/s (through the workflow: one run, batches of 64, as deployed).
 
+`--consolidate` runs the import with observations off, then consolidates the whole backlog in
+process (`consolidate_local_batch`, batches of 64, as the activity runs them) in the same run,
+printing consolidated facts/s over time and, at the end, the import's and consolidation's
+facts/s side by side: on a shared host the ratio within one run is the figure.
+
 `--consolidate-only --home DIR` reuses the database a run kept with `--home DIR`: it removes
 the bank's observations, puts every fact back on the backlog and runs the local path's
 batches (`consolidate_local_batch`, as the activity does) in process until the backlog is
@@ -21,6 +26,7 @@ empty, printing facts/s over time: the consolidation speed without Temporal or t
     .venv/bin/python -m bench.entity_skew                 # 400 documents x 25 sentences
     .venv/bin/python -m bench.entity_skew --full          # 4,000 documents (100,000 sentences)
     .venv/bin/python -m bench.entity_skew --observations  # then time consolidation
+    .venv/bin/python -m bench.entity_skew --consolidate --pg-stats  # import, then the backlog
     .venv/bin/python -m bench.entity_skew --home DIR && \
         .venv/bin/python -m bench.entity_skew --consolidate-only --home DIR
 """
@@ -37,15 +43,16 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections import Counter
-from collections.abc import Sequence
+from collections import Counter, defaultdict
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Final, TextIO
 
 import httpx
+from asyncpg.connection import LoggedQuery
 from temporalio.client import Client
 
 from activities.consolidation import LOCAL_BATCH_FACTS
@@ -62,7 +69,7 @@ from bench.import_locomo import (
 )
 from bench.synthetic_words import CITIES, FIRST, LAST
 from engine.consolidation.batch import consolidate_local_batch
-from engine.consolidation.encode import text_encoder
+from engine.consolidation.encode import EncodedText, TextEncoder, text_encoder
 from engine.db import Pool, create_pool, migrate
 from engine.embedding import load_embedder
 from engine.settings import Settings
@@ -192,7 +199,9 @@ async def run_import(
     operation_id = response.json()["operation_id"]
     started = time.perf_counter()
     samples = [Sample(0.0, 0, 0, 0.0, 0)]
-    out.write("   time  documents     facts  facts/s (interval)  resolve s/document (interval)\n")
+    out.write(
+        "   time  documents     facts  facts/s (interval)  resolve s/document (interval)  load\n"
+    )
     while time.perf_counter() - started < TIMEOUT_S:
         await asyncio.sleep(POLL_S)
         status: dict[str, Any] = (await client.get(f"/v1/default/imports/{operation_id}")).json()
@@ -211,12 +220,11 @@ async def run_import(
         )
         last = samples[-1]
         rate = (sample.facts - last.facts) / max(sample.seconds - last.seconds, 1e-9)
-        per_doc = (sample.resolve_s - last.resolve_s) / max(
-            sample.resolve_calls - last.resolve_calls, 1
-        )
+        # resolve_entities takes a batch of documents: its time per document
+        per_doc = (sample.resolve_s - last.resolve_s) / max(sample.documents - last.documents, 1)
         out.write(
             f"{sample.seconds:7.0f}  {sample.documents:9,}  {sample.facts:8,}"
-            f"  {rate:18.1f}  {per_doc:29.3f}\n"
+            f"  {rate:18.1f}  {per_doc:29.3f}  {os.getloadavg()[0]:4.1f}\n"
         )
         out.flush()
         samples.append(sample)
@@ -244,7 +252,12 @@ async def wait_for_consolidation(pool: Pool, every: float, out: TextIO) -> tuple
 
 
 async def drive(
-    settings: Settings, content: str, metrics_port: int, args: argparse.Namespace, out: TextIO
+    settings: Settings,
+    content: str,
+    metrics_port: int,
+    args: argparse.Namespace,
+    out: TextIO,
+    stop_worker: Callable[[], None],
 ) -> None:
     embedder = load_embedder("minilm")
     await migrate(settings.database_url, embedder.dimension, embedder.space)
@@ -273,7 +286,7 @@ async def drive(
         out.write(
             f"\nimport: {end.documents:,} documents, {end.facts:,} facts in {end.seconds:.0f} s"
             f" = {end.facts / end.seconds:.1f} facts/s; {entities:,} entities;"
-            f" resolve_entities {end.resolve_s / max(end.resolve_calls, 1):.3f} s/document"
+            f" resolve_entities {end.resolve_s / max(end.documents, 1):.3f} s/document"
             f" ({end.resolve_calls:,} calls, {end.resolve_s:.0f} s in all)\n"
         )
         out.write("worker time by activity (sums over attempts; they overlap):\n")
@@ -287,14 +300,73 @@ async def drive(
                 f" = {consolidated / max(seconds, 1e-9):.1f} facts/s"
                 f" (import {end.facts / end.seconds:.1f} facts/s)\n"
             )
+        if args.consolidate:
+            # The worker would consolidate the bank too (the import asks for it when it ends,
+            # and the bench turns observations on): only the in-process batches run.
+            stop_worker()
+            out.write("\n")
+            if args.pg_stats:
+                await reset_statements(settings.database_url)
+            consolidated, seconds = await consolidate_in_process(
+                settings.database_url, args.every, None, out
+            )
+            imported, consolidating = end.facts / end.seconds, consolidated / seconds
+            out.write(
+                f"\nimport {imported:.1f} facts/s, consolidation {consolidating:.1f} facts/s:"
+                f" consolidation / import = {consolidating / imported:.2f}\n"
+            )
+            if args.pg_stats:
+                await print_statements(settings.database_url, out)
     finally:
         cpu.shutdown()
         await pool.close()
 
 
+@dataclass
+class EncoderTime:
+    """Wall time spent in the encoder (the model run, off the event loop)."""
+
+    seconds: float = 0.0
+    calls: int = 0
+    texts: int = 0
+
+
+@dataclass
+class QueryTimes:
+    """Client-side time per statement (round trip included), from asyncpg's query logger."""
+
+    seconds: defaultdict[str, float] = field(default_factory=lambda: defaultdict(float))
+    calls: Counter[str] = field(default_factory=Counter)
+
+    def log(self, query: LoggedQuery) -> None:
+        key = " ".join(query.query.split())[:110]
+        self.seconds[key] += query.elapsed
+        self.calls[key] += 1
+
+    def write(self, out: TextIO, top: int = 15) -> None:
+        total, calls = sum(self.seconds.values()), sum(self.calls.values())
+        out.write(f"statements from the client: {total:.1f} s in {calls:,} round trips\n")
+        for key, seconds in sorted(self.seconds.items(), key=lambda kv: -kv[1])[:top]:
+            out.write(f"  {seconds:7.1f} s  {self.calls[key]:8,} x  {key}\n")
+
+
+def timed(encode: TextEncoder, spent: EncoderTime) -> TextEncoder:
+    async def run(texts: Sequence[str]) -> list[EncodedText]:
+        started = time.perf_counter()
+        try:
+            return await encode(texts)
+        finally:
+            spent.seconds += time.perf_counter() - started
+            spent.calls += 1
+            spent.texts += len(texts)
+
+    return run
+
+
 async def consolidate_in_process(
     dsn: str, every: float, budget_s: float | None, out: TextIO
-) -> None:
+) -> tuple[int, float]:
+    """Consolidate the bank's backlog from scratch: (facts consolidated, seconds)."""
     embedder = load_embedder("minilm")
     pool = await create_pool(dsn, max_size=2)
     cpu = ThreadPoolExecutor(CPU_THREADS)
@@ -302,23 +374,35 @@ async def consolidate_in_process(
         for statement in _RESET_OBSERVATIONS:
             await pool.execute(statement, BANK)
         await pool.execute("ANALYZE")
-        encode = text_encoder(embedder, cpu)
+        spent, queries = EncoderTime(), QueryTimes()
+        encode = timed(text_encoder(embedder, cpu), spent)
         first = int(await pool.fetchval(_BACKLOG, BANK))
         out.write(f"consolidating {first:,} facts in process (local path, batches of")
-        out.write(f" {LOCAL_BATCH_FACTS})\n   time   backlog  facts/s (interval)\n")
+        out.write(
+            f" {LOCAL_BATCH_FACTS})\n   time      done   backlog  facts/s (interval)"
+            "  observations  load\n"
+        )
         started = time.perf_counter()
-        last_t, last_n, backlog, seq = 0.0, first, first, 0
+        last_t, last_n, backlog, seq, made = 0.0, first, first, 0, 0
         while backlog and (budget_s is None or time.perf_counter() - started < budget_s):
             async with pool.acquire() as conn:
-                result = await consolidate_local_batch(
-                    conn, BANK, "bench-consolidate", LOCAL_BATCH_FACTS, encode, seq
-                )
+                conn.add_query_logger(queries.log)
+                try:
+                    result = await consolidate_local_batch(
+                        conn, BANK, "bench-consolidate", LOCAL_BATCH_FACTS, encode, seq
+                    )
+                finally:
+                    conn.remove_query_logger(queries.log)
             seq += 1
             backlog = result.backlog
+            made += result.counts.created - result.counts.merged
             now = time.perf_counter() - started
             if now - last_t >= every or not backlog:
                 rate = (last_n - backlog) / (now - last_t)
-                out.write(f"{now:7.0f}  {backlog:8,}  {rate:18.1f}\n")
+                out.write(
+                    f"{now:7.0f}  {first - backlog:8,}  {backlog:8,}  {rate:18.1f}"
+                    f"  {made:12,}  {os.getloadavg()[0]:4.1f}\n"
+                )
                 out.flush()
                 last_t, last_n = now, backlog
         elapsed = time.perf_counter() - started
@@ -329,11 +413,20 @@ async def consolidate_in_process(
         done = first - backlog
         out.write(
             f"consolidation: {done:,} facts in {elapsed:.0f} s = {done / elapsed:.1f} facts/s;"
-            f" {made:,} observations; {backlog:,} left\n"
+            f" {made:,} observations; {backlog:,} left; encoder {spent.seconds:.1f} s"
+            f" ({spent.calls:,} calls, {spent.texts:,} texts)\n"
         )
+        queries.write(out)
+        return done, elapsed
     finally:
         cpu.shutdown()
         await pool.close()
+
+
+async def print_statements(dsn: str, out: TextIO) -> None:
+    out.write("\nPostgreSQL statements by execution time (pg_stat_statements):\n")
+    for st in await top_statements(dsn):
+        out.write(f"  {st.seconds:7.2f} s  {st.calls:7,} x  {st.query[:150]}\n")
 
 
 def consolidate_only(args: argparse.Namespace, home: Path, out: TextIO) -> None:
@@ -345,11 +438,19 @@ def consolidate_only(args: argparse.Namespace, home: Path, out: TextIO) -> None:
             asyncio.run(reset_statements(postgres.dsn))
         asyncio.run(consolidate_in_process(postgres.dsn, args.every, args.budget_s, out))
         if args.pg_stats:
-            out.write("\nPostgreSQL statements by execution time (pg_stat_statements):\n")
-            for st in asyncio.run(top_statements(postgres.dsn)):
-                out.write(f"  {st.seconds:7.2f} s  {st.calls:7,} x  {st.query[:150]}\n")
+            asyncio.run(print_statements(postgres.dsn, out))
     finally:
         postgres.stop()
+
+
+def stop(worker: subprocess.Popen[bytes]) -> None:
+    if worker.poll() is None:
+        worker.terminate()
+        try:
+            worker.wait(30)
+        except subprocess.TimeoutExpired:
+            worker.kill()
+            worker.wait()
 
 
 def bench(args: argparse.Namespace, home: Path, out: TextIO) -> None:
@@ -362,7 +463,8 @@ def bench(args: argparse.Namespace, home: Path, out: TextIO) -> None:
         + ", ".join(f"{name} {n:,}" for name, n in top)
         + f"; median {sorted(counts.values())[len(counts) // 2]}\n"
     )
-    postgres = EmbeddedPostgres(home / "postgres", home / "postgres.log")
+    options = PG_STATS_OPTIONS if args.pg_stats else ()
+    postgres = EmbeddedPostgres(home / "postgres", home / "postgres.log", options)
     temporal = TemporalDevServer(
         home / "temporal.db", home / "temporal.log", free_port(), free_port(), ui=False
     )
@@ -394,19 +496,21 @@ def bench(args: argparse.Namespace, home: Path, out: TextIO) -> None:
         wait_for_worker(metrics_port, worker)
         assert postgres.process is not None
         before = tree_cpu(postgres.process.pid), tree_cpu(worker.pid)
-        asyncio.run(drive(settings, content, metrics_port, args, out))
-        after = tree_cpu(postgres.process.pid), tree_cpu(worker.pid)
+        running = worker
+
+        def stop_worker() -> None:
+            before_stop.append(tree_cpu(running.pid))
+            stop(running)
+
+        before_stop: list[float] = []
+        asyncio.run(drive(settings, content, metrics_port, args, out, stop_worker))
+        after = tree_cpu(postgres.process.pid), (before_stop or [tree_cpu(worker.pid)])[0]
         out.write(
             f"CPU seconds: postgres {after[0] - before[0]:.0f}, worker {after[1] - before[1]:.0f}\n"
         )
     finally:
-        if worker is not None and worker.poll() is None:
-            worker.terminate()
-            try:
-                worker.wait(30)
-            except subprocess.TimeoutExpired:
-                worker.kill()
-                worker.wait()
+        if worker is not None:
+            stop(worker)
         temporal.stop()
         postgres.stop()
 
@@ -422,7 +526,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--consolidate-only", action="store_true", help="time the local path on a kept --home"
     )
-    parser.add_argument("--pg-stats", action="store_true", help="with --consolidate-only")
+    parser.add_argument(
+        "--consolidate",
+        action="store_true",
+        help="import with observations off, then consolidate the whole backlog in process",
+    )
+    parser.add_argument(
+        "--pg-stats", action="store_true", help="statement times of the consolidation"
+    )
     parser.add_argument(
         "--budget-s", type=float, help="with --consolidate-only: stop after this many seconds"
     )
@@ -430,6 +541,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     # A terminated bench still stops its worker, Temporal and PostgreSQL (`finally` below).
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+    if args.consolidate and args.observations:
+        parser.error("--consolidate imports with observations off: not with --observations")
     if args.consolidate_only:
         if args.home is None:
             parser.error("--consolidate-only needs the --home of an earlier run")

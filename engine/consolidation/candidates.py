@@ -7,7 +7,8 @@ are selective); similarity is 1 - cosine distance.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -26,8 +27,8 @@ class PendingFact:
     text: str
     scope: list[str]  # its tags, sorted and distinct
     entity_ids: list[str]
+    mentions: int  # of its entities in all (their mention counts summed)
     embedding: NDArray[np.float32]
-    token_vectors: bytes | None
     event_at: datetime  # when it happened (or was said, or stored)
     created_at: datetime
 
@@ -43,14 +44,20 @@ class Neighbour:
     event_at: datetime  # an observation's newest supporting evidence, a fact's own time
     created_at: datetime
     embedding: NDArray[np.float32]
-    token_vectors: bytes | None
 
 
+# Token vectors are not read with candidates: they are stored out of line (TOAST, ~4 kB a
+# fact), and only the one statement an observation reuses needs them (`token_vectors`).
+# Reading them for every pending fact, peer and related observation was one TOAST lookup per
+# row, ~70 rows a fact.
+_TOKEN_VECTORS = "SELECT token_vectors FROM memory_units WHERE id = $1 AND bank_id = $2"
 _PENDING = """
-SELECT m.id::text AS id, m.text, m.tags, m.embedding, m.token_vectors,
+SELECT m.id::text AS id, m.text, m.tags, m.embedding,
        coalesce(m.occurred_start, m.mentioned_at, m.created_at) AS event_at, m.created_at,
        coalesce(array(SELECT ue.entity_id::text FROM unit_entities ue WHERE ue.unit_id = m.id
-                      ORDER BY 1), '{}') AS entity_ids
+                      ORDER BY 1), '{}') AS entity_ids,
+       (SELECT coalesce(sum(e.mention_count), 0) FROM unit_entities ue
+        JOIN entities e ON e.id = ue.entity_id WHERE ue.unit_id = m.id) AS mentions
 FROM memory_units m
 WHERE m.bank_id = $1 AND m.consolidated_at IS NULL AND m.fact_type <> 'observation'
 ORDER BY coalesce(m.occurred_start, m.mentioned_at, m.created_at), m.id
@@ -84,33 +91,57 @@ _SHARES_ENTITY = """(
                WHERE ue.unit_id = m.id AND ue.entity_id = ANY($ENT::uuid[])))"""
 _IN_SCOPE = "m.tags @> $2::text[] AND m.tags <@ $2::text[]"
 
-# Driven by the bank's observations (their own index), each read by primary key in a lateral
-# subquery (OFFSET 0 keeps it one): a join let the planner scan the scope's tags index over
-# every fact of the bank (the tags estimate is far off), 30 ms a fact at 10k facts and ~300
-# observations on a loaded host, the largest cost of the local path (bench/entity_skew.py).
-_RELATED_OBSERVATIONS = f"""
-SELECT r.* FROM observations o
-CROSS JOIN LATERAL (
-    SELECT m.id::text AS id, m.text, 1 - (m.embedding <=> $3) AS similarity, o.claim,
+# Observations related to a fact are found through three indexes instead of measuring every
+# observation of the bank (that was the largest cost of the local path and grew with the
+# observations: 136 s of a 626 s consolidation of bench/entity_skew.py's 10,000-fact journal,
+# 13.6 ms a fact, load ~20): those with the fact's claim (subject and aspect, at any
+# distance: observations_claim), those naming one of its entities (unit_entities' (entity,
+# unit) index, joined to observations by key), and for a fact without entities those without
+# entities. Each candidate is then read by primary key in a lateral subquery (OFFSET 0 keeps it
+# one: a join let the planner scan the scope's tags index over every fact of the bank).
+_RELATED_COLUMNS = """m.id::text AS id, m.text, 1 - (m.embedding <=> $3) AS similarity, o.claim,
            coalesce(o.last_evidence_at, m.created_at) AS event_at, m.created_at, m.embedding,
-           m.token_vectors, m.embedding <=> $3 AS distance
-    FROM memory_units m
-    WHERE m.id = o.observation_id AND m.bank_id = $1 AND m.fact_type = 'observation'
+           m.embedding <=> $3 AS distance"""
+_RELATED_FILTER = f"""m.id = o.observation_id AND m.bank_id = $1 AND m.fact_type = 'observation'
       AND m.state = 'active' AND {_IN_SCOPE}
       AND ((o.claim->>'subject' = $4 AND o.claim->>'aspect' = $5)
-           OR (1 - (m.embedding <=> $3) >= $7 AND {_SHARES_ENTITY.replace("$ENT", "$6")}))
+           OR (1 - (m.embedding <=> $3) >= $7 AND {_SHARES_ENTITY.replace("$ENT", "$6")}))"""
+_RELATED_OBSERVATIONS = f"""
+WITH candidates AS MATERIALIZED (
+    SELECT o.observation_id FROM observations o
+    WHERE o.bank_id = $1 AND o.claim->>'subject' = $4 AND o.claim->>'aspect' = $5
+    UNION
+    SELECT ue.unit_id FROM unit_entities ue JOIN observations o ON o.observation_id = ue.unit_id
+    WHERE ue.entity_id = ANY($6::uuid[]) AND o.bank_id = $1
+    UNION
+    SELECT o.observation_id FROM observations o
+    WHERE cardinality($6::uuid[]) = 0 AND o.bank_id = $1
+      AND NOT EXISTS (SELECT 1 FROM unit_entities ue WHERE ue.unit_id = o.observation_id)
+)
+SELECT r.* FROM candidates c
+JOIN observations o ON o.observation_id = c.observation_id
+CROSS JOIN LATERAL (
+    SELECT {_RELATED_COLUMNS}
+    FROM memory_units m
+    WHERE {_RELATED_FILTER}
     OFFSET 0
 ) r
-WHERE o.bank_id = $1
 ORDER BY r.distance, r.id
 LIMIT $8
 """
+# The local path marks the fact consolidated in the same statement (one round trip less a
+# fact; under load a round trip cost ~4 ms, more than most of these statements): the fact is
+# never its own candidate, and the mark commits or rolls back with the batch either way.
+_MARK_FACT = """marked AS (
+    UPDATE memory_units SET consolidated_at = now()
+    WHERE id = $9::uuid AND consolidated_at IS NULL
+),"""
+_RELATED_MARKING = _RELATED_OBSERVATIONS.replace("WITH ", f"WITH {_MARK_FACT}\n", 1)
 
 # Nearest first, or about the same subject and aspect at any distance.
 _NEAR_OBSERVATIONS = f"""
 SELECT m.id::text AS id, m.text, 1 - (m.embedding <=> $3) AS similarity, o.claim,
-       coalesce(o.last_evidence_at, m.created_at) AS event_at, m.created_at, m.embedding,
-       m.token_vectors
+       coalesce(o.last_evidence_at, m.created_at) AS event_at, m.created_at, m.embedding
 FROM memory_units m JOIN observations o ON o.observation_id = m.id
 WHERE m.bank_id = $1 AND o.bank_id = $1 AND m.fact_type = 'observation' AND {_IN_SCOPE}
   AND m.state = 'active' AND m.id <> $4::uuid
@@ -131,7 +162,7 @@ LIMIT $8
 # estimate. A fact without entities meets the facts without entities, from the scope scan.
 _PEER_COLUMNS = """m.id::text AS id, m.text, 1 - (m.embedding <=> $3) AS similarity,
        NULL::jsonb AS claim, coalesce(m.occurred_start, m.mentioned_at, m.created_at) AS event_at,
-       m.created_at, m.embedding, m.token_vectors"""
+       m.created_at, m.embedding"""
 _PEER_FILTER = f"""m.bank_id = $1 AND m.fact_type <> 'observation' AND {_IN_SCOPE}
   AND m.state IN ('active', 'superseded') AND m.consolidated_at IS NOT NULL AND m.id <> $4::uuid
   AND NOT EXISTS (SELECT 1 FROM observation_evidence e WHERE e.fact_id = m.id)
@@ -166,12 +197,19 @@ PEER_NEAREST = 200
 # Index tuples the scan may visit looking for PEER_NEAREST of the bank (other banks' facts
 # share the index); pgvector's default is 20,000.
 PEER_SCAN_TUPLES = 2000
-_MENTIONS = "SELECT coalesce(sum(mention_count), 0) FROM entities WHERE id = ANY($1::uuid[])"
-_SCAN_SAVE = """
-SELECT current_setting('hnsw.ef_search', true) AS ef,
-       current_setting('hnsw.iterative_scan', true) AS scan,
-       current_setting('hnsw.max_scan_tuples', true) AS tuples,
-       current_setting('enable_sort') AS sort
+# The settings as they were, then the scan's (one round trip: the materialised CTE is read
+# before the outer list sets anything).
+_SCAN_SAVE_AND_SET = """
+WITH saved AS MATERIALIZED (
+    SELECT current_setting('hnsw.ef_search', true) AS ef,
+           current_setting('hnsw.iterative_scan', true) AS scan,
+           current_setting('hnsw.max_scan_tuples', true) AS tuples,
+           current_setting('enable_sort') AS sort
+)
+SELECT saved.*, set_config('hnsw.ef_search', $1, true),
+       set_config('hnsw.iterative_scan', 'strict_order', true),
+       set_config('hnsw.max_scan_tuples', $2, true), set_config('enable_sort', 'off', true)
+FROM saved
 """
 # strict_order: the scan returns rows in distance order while it looks further for rows of
 # the bank (pgvector >= 0.8); no sort, so the planner walks the index rather than measuring
@@ -189,7 +227,7 @@ _SCAN_SET = (
 _PEERS_NEAREST = f"""
 WITH near AS MATERIALIZED (
     SELECT m.id, m.text, m.tags, m.state, m.consolidated_at, m.created_at, m.embedding,
-           m.token_vectors, coalesce(m.occurred_start, m.mentioned_at, m.created_at) AS event_at,
+           coalesce(m.occurred_start, m.mentioned_at, m.created_at) AS event_at,
            m.embedding <=> $3 AS distance
     FROM memory_units m
     WHERE m.bank_id = $1 AND m.fact_type <> 'observation'
@@ -197,7 +235,7 @@ WITH near AS MATERIALIZED (
     LIMIT $8
 )
 SELECT m.id::text AS id, m.text, 1 - m.distance AS similarity, NULL::jsonb AS claim,
-       m.event_at, m.created_at, m.embedding, m.token_vectors, m.distance
+       m.event_at, m.created_at, m.embedding, m.distance
 FROM near m
 WHERE {_IN_SCOPE} AND m.state IN ('active', 'superseded') AND m.consolidated_at IS NOT NULL
   AND m.id <> $4::uuid AND 1 - m.distance >= $6
@@ -232,8 +270,8 @@ def _pending(row: asyncpg.Record) -> PendingFact:
         text=row["text"],
         scope=scope_of(row["tags"]),
         entity_ids=list(row["entity_ids"]),
+        mentions=int(row["mentions"]),
         embedding=_vector(row),
-        token_vectors=row["token_vectors"],
         event_at=row["event_at"],
         created_at=row["created_at"],
     )
@@ -250,7 +288,6 @@ def _neighbour(row: asyncpg.Record, parse: bool) -> Neighbour:
         event_at=row["event_at"],
         created_at=row["created_at"],
         embedding=_vector(row),
-        token_vectors=row["token_vectors"],
     )
 
 
@@ -272,6 +309,13 @@ async def still_pending(conn: Connection, bank_id: str, fact_ids: Sequence[str])
     return {r["id"] for r in rows}
 
 
+async def token_vectors(conn: Connection, bank_id: str, unit_id: str) -> bytes | None:
+    """A fact's stored token vectors (the reranker's), for an observation that reuses its
+    text."""
+    stored: bytes | None = await conn.fetchval(_TOKEN_VECTORS, unit_id, bank_id)
+    return stored
+
+
 async def backlog(conn: Connection, bank_id: str) -> int:
     return int(await conn.fetchval(_BACKLOG, bank_id))
 
@@ -284,11 +328,12 @@ async def related_observations(
     *,
     floor: float,
     limit: int,
+    mark: bool = False,
 ) -> list[Neighbour]:
     """Observations of the fact's scope about the same subject and aspect, or sharing an
-    entity with it at `floor` similarity or more; nearest first."""
-    rows = await conn.fetch(
-        _RELATED_OBSERVATIONS,
+    entity with it at `floor` similarity or more; nearest first. `mark` also takes the fact
+    off the backlog (in the caller's transaction)."""
+    args = (
         bank_id,
         fact.scope,
         Vector(fact.embedding),
@@ -298,6 +343,10 @@ async def related_observations(
         floor,
         limit,
     )
+    if mark:
+        rows = await conn.fetch(_RELATED_MARKING, *args, fact.id)
+    else:
+        rows = await conn.fetch(_RELATED_OBSERVATIONS, *args)
     return [_neighbour(r, parse=False) for r in rows]
 
 
@@ -342,14 +391,23 @@ async def peer_facts(
     args = (bank_id, fact.scope, Vector(fact.embedding), fact.id, fact.entity_ids, floor, limit)
     if not fact.entity_ids:
         rows = await conn.fetch(_PEERS_WITHOUT_ENTITIES, *args)
-    elif await conn.fetchval(_MENTIONS, fact.entity_ids) <= scan_mentions:
+    elif fact.mentions <= scan_mentions:
         rows = await conn.fetch(_PEERS_BY_ENTITY, *args)
     else:
         nearest = max(PEER_NEAREST, limit)
-        saved = await conn.fetchrow(_SCAN_SAVE)
-        assert saved is not None
-        await conn.execute(_SCAN_SET, str(nearest), "strict_order", str(PEER_SCAN_TUPLES), "off")
-        rows = await conn.fetch(_PEERS_NEAREST, *args, nearest)
+        async with _nearest_scan(conn, nearest):
+            rows = await conn.fetch(_PEERS_NEAREST, *args, nearest)
+    return [_neighbour(r, parse=True) for r in rows]
+
+
+@asynccontextmanager
+async def _nearest_scan(conn: Connection, nearest: int) -> AsyncIterator[None]:
+    """The HNSW settings of a bounded nearest-first scan (`_SCAN_SET`), restored after."""
+    saved = await conn.fetchrow(_SCAN_SAVE_AND_SET, str(nearest), str(PEER_SCAN_TUPLES))
+    assert saved is not None
+    try:
+        yield
+    finally:
         # pgvector's defaults where its settings were not defined yet in this session
         await conn.execute(
             _SCAN_SET,
@@ -358,4 +416,3 @@ async def peer_facts(
             saved["tuples"] or "20000",
             saved["sort"],
         )
-    return [_neighbour(r, parse=True) for r in rows]

@@ -31,6 +31,7 @@ from engine.consolidation.candidates import (
     PendingFact,
     peer_facts,
     related_observations,
+    token_vectors,
 )
 from engine.consolidation.claims import Claim, parse_claim, timeless
 from engine.consolidation.encode import EncodedText, TextEncoder
@@ -44,7 +45,6 @@ from engine.consolidation.store import (
     absorb_observation,
     add_evidence,
     insert_observation,
-    mark_consolidated,
     refresh_observation,
     rewrite_observation,
     supersede_evidence,
@@ -86,15 +86,12 @@ class _Member:
     id: str
     text: str
     embedding: NDArray[np.float32]
-    token_vectors: bytes | None
     event_at: datetime
     created_at: datetime
 
 
 def _member(item: PendingFact | Neighbour) -> _Member:
-    return _Member(
-        item.id, item.text, item.embedding, item.token_vectors, item.event_at, item.created_at
-    )
+    return _Member(item.id, item.text, item.embedding, item.event_at, item.created_at)
 
 
 # Similarity totals this close count as a tie (the shortest, then the oldest statement wins):
@@ -129,10 +126,10 @@ class LocalConsolidator:
         self._origin: Origin = origin
 
     async def consolidate(self, facts: Sequence[PendingFact]) -> Tally:
-        """Consolidate `facts` in the order they happened, each marked as it is done."""
+        """Consolidate `facts` in the order they happened, each marked as it is taken (so
+        the next ones meet it as a peer)."""
         for fact in sorted(facts, key=lambda f: (f.event_at, f.created_at, f.id)):
             await self._consolidate_one(fact)
-            await mark_consolidated(self._conn, [fact.id])
         return self.tally
 
     async def _consolidate_one(self, fact: PendingFact) -> None:
@@ -144,6 +141,7 @@ class LocalConsolidator:
             claim,
             floor=CANDIDATE_FLOOR,
             limit=RELATED_OBSERVATIONS,
+            mark=True,
         )
         contradicted: list[tuple[Neighbour, Relation]] = []
         supported: Neighbour | None = None
@@ -288,7 +286,8 @@ class LocalConsolidator:
         chosen = representative(members)
         text = timeless(chosen.text)
         if text == chosen.text:
-            encoded = EncodedText(chosen.embedding, chosen.token_vectors)
+            stored = await token_vectors(self._conn, self._bank, chosen.id)
+            encoded = EncodedText(chosen.embedding, stored)
         else:
             encoded = (await self._encode([text]))[0]
         statement_claim = parse_claim(text) or claim

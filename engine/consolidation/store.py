@@ -91,38 +91,47 @@ _REWRITE_OBSERVATION = """
 UPDATE observations SET version = version + 1, claim = $2 WHERE observation_id = $1
 """
 _TOTAL_TERMS = "UPDATE bank_stats SET total_terms = total_terms + $2 WHERE bank_id = $1"
-_SUPPORT = """
-SELECT count(*)::int AS n, min(f.occurred_start) AS occurred_start,
-       max(coalesce(f.occurred_end, f.occurred_start)) AS occurred_end,
-       max(f.mentioned_at) AS mentioned_at, max(f.importance) AS importance,
-       coalesce(array_agg(e.evidence_at ORDER BY e.evidence_at)
-                FILTER (WHERE e.evidence_at IS NOT NULL), '{}') AS times
-FROM observation_evidence e JOIN memory_units f ON f.id = e.fact_id
-WHERE e.observation_id = $1 AND e.stance = 'supports'
-"""
-_REFRESH_UNIT = """
-UPDATE memory_units SET proof_count = $2, occurred_start = $3, occurred_end = $4,
-                        mentioned_at = $5, updated_at = now(),
-                        -- an observation is as important as its most important evidence
-                        importance = coalesce($6, importance),
-                        strength = greatest(strength, coalesce($6, importance))
-WHERE id = $1
+# What follows from an observation's supporting evidence, in one statement (it was five round
+# trips a fact on the local path's reinforcement step): the unit's proof count, time range
+# and importance, and its entity links (the entities of its supporting facts: those no
+# supporting fact names any more dropped, new ones added). The sub-statements see the same
+# snapshot, including the evidence this transaction just wrote; they touch disjoint rows.
+# The evidence times come back for the freshness trend, which is computed in Python.
+_REFRESH = """
+WITH support AS (
+    SELECT count(*)::int AS n, min(f.occurred_start) AS occurred_start,
+           max(coalesce(f.occurred_end, f.occurred_start)) AS occurred_end,
+           max(f.mentioned_at) AS mentioned_at, max(f.importance) AS importance,
+           coalesce(array_agg(e.evidence_at ORDER BY e.evidence_at)
+                    FILTER (WHERE e.evidence_at IS NOT NULL), '{}') AS times
+    FROM observation_evidence e JOIN memory_units f ON f.id = e.fact_id
+    WHERE e.observation_id = $1 AND e.stance = 'supports'
+), named AS (
+    SELECT DISTINCT fe.entity_id FROM observation_evidence e
+    JOIN unit_entities fe ON fe.unit_id = e.fact_id
+    WHERE e.observation_id = $1 AND e.stance = 'supports'
+), unit AS (
+    UPDATE memory_units u SET proof_count = s.n, occurred_start = s.occurred_start,
+                              occurred_end = s.occurred_end, mentioned_at = s.mentioned_at,
+                              updated_at = now(),
+                              -- an observation is as important as its most important evidence
+                              importance = coalesce(s.importance, u.importance),
+                              strength = greatest(u.strength, coalesce(s.importance, u.importance))
+    FROM support s
+    WHERE u.id = $1
+), dropped AS (
+    DELETE FROM unit_entities ue
+    WHERE ue.unit_id = $1 AND ue.entity_id NOT IN (SELECT entity_id FROM named)
+), added AS (
+    INSERT INTO unit_entities (unit_id, entity_id, bank_id)
+    SELECT $1::uuid, entity_id, $2 FROM named
+    ON CONFLICT DO NOTHING
+)
+SELECT n, times FROM support
 """
 _REFRESH_OBSERVATION = """
 UPDATE observations SET first_evidence_at = $2, last_evidence_at = $3, trend = $4
 WHERE observation_id = $1
-"""
-_DROP_ENTITIES = """
-DELETE FROM unit_entities ue WHERE ue.unit_id = $1 AND NOT EXISTS (
-    SELECT 1 FROM observation_evidence e JOIN unit_entities fe ON fe.unit_id = e.fact_id
-    WHERE e.observation_id = $1 AND e.stance = 'supports' AND fe.entity_id = ue.entity_id)
-"""
-_ADD_ENTITIES = """
-INSERT INTO unit_entities (unit_id, entity_id, bank_id)
-SELECT DISTINCT $1::uuid, fe.entity_id, $2 FROM observation_evidence e
-JOIN unit_entities fe ON fe.unit_id = e.fact_id
-WHERE e.observation_id = $1 AND e.stance = 'supports'
-ON CONFLICT DO NOTHING
 """
 _ABSORB_EVIDENCE = """
 INSERT INTO observation_evidence (observation_id, fact_id, bank_id, quote, stance, evidence_at,
@@ -359,19 +368,10 @@ async def refresh_observation(
 ) -> int:
     """Recompute what follows from the supporting evidence (proof count, time range,
     freshness, entity links); returns the proof count."""
-    support = await conn.fetchrow(_SUPPORT, observation_id)
+    support = await conn.fetchrow(_REFRESH, observation_id, bank_id)
     assert support is not None
     times: list[datetime] = list(support["times"])
     count = int(support["n"])
-    await conn.execute(
-        _REFRESH_UNIT,
-        observation_id,
-        count,
-        support["occurred_start"],
-        support["occurred_end"],
-        support["mentioned_at"],
-        support["importance"],
-    )
     await conn.execute(
         _REFRESH_OBSERVATION,
         observation_id,
@@ -379,8 +379,6 @@ async def refresh_observation(
         times[-1] if times else None,
         freshness_trend(times, as_of),
     )
-    await conn.execute(_DROP_ENTITIES, observation_id)
-    await conn.execute(_ADD_ENTITIES, observation_id, bank_id)
     return count
 
 

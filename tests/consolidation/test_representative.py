@@ -16,7 +16,7 @@ def member(text: str, vector: list[float], age_days: int = 0) -> _Member:
     unit = np.asarray(vector, dtype=np.float32)
     unit /= np.linalg.norm(unit)
     at = T0 - timedelta(days=age_days)
-    return _Member(text, text, unit, None, at, at)
+    return _Member(text, text, unit, at, at)
 
 
 def test_two_statements_tie_and_the_shorter_one_is_kept() -> None:
