@@ -1,8 +1,9 @@
 """Where one recall's time goes: every statement it sends, timed, and their plans.
 
 Runs the recall engine in process (no HTTP) against a bank built by bench/recall_latency.py,
-one recall at a time, with asyncpg's query logger on every pooled connection. Prints the
-trace's stage and arm medians, then each distinct statement's count per recall and its
+one recall at a time, with asyncpg's query logger on every pooled connection. Prints the CPU
+one recall costs (this process, its event loop, and PostgreSQL when it runs on this machine),
+the trace's stage and arm medians, then each distinct statement's count per recall and its
 median / p95 time as the client saw it; with `--explain`, writes `EXPLAIN (ANALYZE, BUFFERS)`
 of every statement of the first recall to a file (the semantic and temporal arms' SET LOCAL
 settings applied first, as the arms do).

@@ -103,6 +103,9 @@ BUDGETS: Mapping[Budget, BudgetProfile] = MappingProxyType(
 )
 # Rerank depth (arm limit): 40 (30) 0.738 · 60 (60) 0.742 · 80 (60) 0.745 · 120 (120) 0.747 ·
 # 160 (120) 0.739: past ~120 candidates MaxSim meets more near-misses than answers.
+# Seed hops at mid 2 -> 1 (docs/benchmarks.md "Eighth pass"; conv 1-5 through the API, same
+# banks, main and branch side by side): overall 0.792 -> 0.793, multi-hop 0.582 both (one
+# question up, none down); PostgreSQL CPU of the 100k bench -11%, one hop statement fewer.
 
 
 def _weights() -> Mapping[ArmName, float]:
