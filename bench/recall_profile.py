@@ -1,8 +1,9 @@
 """Where one recall's time goes: every statement it sends, timed, and their plans.
 
 Runs the recall engine in process (no HTTP) against a bank built by bench/recall_latency.py,
-one recall at a time, with asyncpg's query logger on every pooled connection. Prints the
-trace's stage and arm medians, then each distinct statement's count per recall and its
+one recall at a time, with asyncpg's query logger on every pooled connection. Prints the CPU
+one recall costs (this process, its event loop, and PostgreSQL when it runs on this machine),
+the trace's stage and arm medians, then each distinct statement's count per recall and its
 median / p95 time as the client saw it; with `--explain`, writes `EXPLAIN (ANALYZE, BUFFERS)`
 of every statement of the first recall to a file (the semantic and temporal arms' SET LOCAL
 settings applied first, as the arms do).
@@ -18,6 +19,7 @@ import asyncio
 import os
 import statistics
 import sys
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -77,6 +79,57 @@ NAMES: Final = (
     ("WITH hits AS MATERIALIZED", "semantic: HNSW"),
     ("SELECT set_config('hnsw.", "hnsw settings"),
 )
+
+
+@dataclass(frozen=True)
+class CpuClock:
+    """CPU seconds so far: this process, its event-loop thread, and the PostgreSQL server
+    (postmaster, live backends, and the backends it has reaped), read from /proc. The server
+    is found through a backend's parent, so it must run on this machine (else None)."""
+
+    process: float
+    loop: float
+    postgres: float | None
+
+    @staticmethod
+    def ticks(stat: str, fields: slice) -> int:
+        # Fields after the command name (which may hold spaces): state is field 3.
+        values = stat.rsplit(")", 1)[1].split()
+        return sum(int(v) for v in values[fields])
+
+    @classmethod
+    def postgres_seconds(cls, postmaster: int | None) -> float | None:
+        if postmaster is None:
+            return None
+        hz = os.sysconf("SC_CLK_TCK")
+        try:
+            # utime, stime, cutime, cstime: fields 14-17, i.e. 11-14 after the name.
+            total = cls.ticks(Path(f"/proc/{postmaster}/stat").read_text(), slice(11, 15))
+        except OSError:
+            return None
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == postmaster:
+                total += cls.ticks(stat, slice(11, 13))
+        return total / hz
+
+    @classmethod
+    def now(cls, postmaster: int | None) -> CpuClock:
+        return cls(time.process_time(), time.thread_time(), cls.postgres_seconds(postmaster))
+
+
+def parent_of(backend: int) -> int | None:
+    """The PostgreSQL server's pid (a backend's parent) when it runs here, else None."""
+    try:
+        stat = Path(f"/proc/{backend}/stat").read_text()
+    except OSError:
+        return None
+    return int(stat.rsplit(")", 1)[1].split()[1])
 
 
 def label(sql: str) -> str:
@@ -147,8 +200,13 @@ async def run(args: argparse.Namespace, database_url: str) -> None:
         by_label: dict[str, list[float]] = {}
         counts: dict[str, int] = {}
         first: list[LoggedQuery] = []
+        async with pool.acquire() as conn:
+            postmaster = parent_of(int(await conn.fetchval("SELECT pg_backend_pid()")))
+        clock = CpuClock.now(postmaster)
         for index, query in enumerate(queries):
             statements.active = index >= args.warmup
+            if index == args.warmup:
+                clock = CpuClock.now(postmaster)
             request = RecallRequest(
                 bank_id=BANK,
                 query=query.text,
@@ -170,7 +228,19 @@ async def run(args: argparse.Namespace, database_url: str) -> None:
                 key = label(record.query)
                 by_label.setdefault(key, []).append(record.elapsed * 1000)
                 counts[key] = counts.get(key, 0) + 1
+        spent = CpuClock.now(postmaster)
         print(f"bank {BANK}: {facts_n:,} facts; {args.queries} recalls, budget {args.budget}")
+        per = 1000 / args.queries
+        pg_ms = (
+            f"{(spent.postgres - clock.postgres) * per:.1f}"
+            if spent.postgres is not None and clock.postgres is not None
+            else "n/a (remote)"
+        )
+        print(
+            f"CPU per recall (ms): this process {(spent.process - clock.process) * per:.1f} "
+            f"(event loop {(spent.loop - clock.loop) * per:.1f}, the rest in threads) · "
+            f"PostgreSQL {pg_ms}"
+        )
         print("stage medians (ms):")
         for name, values in stages.items():
             print(f"  {name:<12} {statistics.median(values):7.1f}  p95 {p95(values):7.1f}")

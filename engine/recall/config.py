@@ -62,8 +62,9 @@ class BudgetProfile:
     rerank_depth: int  # fused candidates read from the database and reranked
     graph_seeds: int  # best candidates of the other arms the graph expands from
     graph_fanout: int  # neighbours fetched per seed and per shared entity
-    graph_hops: int  # expansions past the seeds (engine/recall/graph.py)
+    graph_hops: int  # expansions past the query's named entities (engine/recall/graph.py)
     graph_frontier: int  # facts a hop expands from after the first
+    graph_seed_hops: int  # expansions past the other arms' seeds
 
 
 BUDGETS: Mapping[Budget, BudgetProfile] = MappingProxyType(
@@ -76,6 +77,7 @@ BUDGETS: Mapping[Budget, BudgetProfile] = MappingProxyType(
             graph_fanout=8,
             graph_hops=1,
             graph_frontier=6,
+            graph_seed_hops=1,
         ),
         "mid": BudgetProfile(
             arm_limit=60,
@@ -85,6 +87,7 @@ BUDGETS: Mapping[Budget, BudgetProfile] = MappingProxyType(
             graph_fanout=12,
             graph_hops=2,
             graph_frontier=8,
+            graph_seed_hops=1,
         ),
         "high": BudgetProfile(
             arm_limit=120,
@@ -94,11 +97,15 @@ BUDGETS: Mapping[Budget, BudgetProfile] = MappingProxyType(
             graph_fanout=20,
             graph_hops=3,
             graph_frontier=12,
+            graph_seed_hops=3,
         ),
     }
 )
 # Rerank depth (arm limit): 40 (30) 0.738 · 60 (60) 0.742 · 80 (60) 0.745 · 120 (120) 0.747 ·
 # 160 (120) 0.739: past ~120 candidates MaxSim meets more near-misses than answers.
+# Seed hops at mid 2 -> 1 (docs/benchmarks.md "Eighth pass"; conv 1-5 through the API, same
+# banks, main and branch side by side): overall 0.792 -> 0.793, multi-hop 0.582 both (one
+# question up, none down); PostgreSQL CPU of the 100k bench -11%, one hop statement fewer.
 
 
 def _weights() -> Mapping[ArmName, float]:

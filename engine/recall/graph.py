@@ -17,7 +17,8 @@ never more than its seed's weight: summing paths instead let a clique (a user's 
 of one day, all linked to each other by meaning, time and name) grow stronger with every hop
 than the one fact a rare name leads to. After a hop, the `frontier` facts it reached most
 strongly (scaled by query similarity, below), not yet expanded, are the next frontier;
-`hops` is set by the budget (low 1, mid 2, high 3). Temporal links score a fact but do not
+the budget sets the hops: from the named entities `hops` (low 1, mid 2, high 3), from the
+other arms' seeds `seed_hops` (low 1, mid 1, high 3; below). Temporal links score a fact but do not
 carry the walk on (`walk_kinds`): in a bank whose facts share a day every fact links to
 every other.
 
@@ -32,15 +33,19 @@ Round trips. Two walks share the scores: one from the named entities (one lookup
 then its hops), which runs beside the other arms, and one from their seeds once they are in.
 Each hop is one statement for its three kinds of edge (three statements at once on three
 connections cost three plans and three round trips for one frontier: bench/recall_profile.py,
-docs/benchmarks.md "Sixth pass"), so with the mid budget the arm adds at most two round trips
-after the other arms.
+docs/benchmarks.md "Sixth pass"), so with the mid budget the arm adds one round trip after
+the other arms. The seeds' walk takes one hop at mid: its second hop was one of the arm's
+four hop statements (~3,000 buffers at 100k facts) and a serial round trip after the other
+arms, for facts two steps from what they already found; a chain through an entity the query
+names keeps its two hops (tests/recall/test_recall_depth.py). LoCoMo, docs/benchmarks.md
+"Eighth pass".
 
 Work is bounded per hop: `fanout` links per frontier fact; at most `max_entities` entities
 and `max_terms` terms expanded (largest frontier weight × specificity first), entities above
 `max_entity_mentions` mentions and terms above `max_term_df` facts never; each reads at most
 `entity_scan` / `term_scan` of its facts times its specificity (a popular one little) and
 keeps the `fanout` most similar to the query. With the mid budget that is at most
-8 × 12 links + 8 × 96 mentions + 8 × 64 postings per hop, two hops. (Measured at 14.5k synthetic
+8 × 12 links + 8 × 96 mentions + 8 × 64 postings per hop, three hops. (Measured at 14.5k synthetic
 facts before multi-hop, bench/recall_latency.py: unbounded entity expansion meant 8,454
 memory_units reads and 110-160 ms per query.)
 """
@@ -66,6 +71,7 @@ class GraphWork:
     """How far and how wide one walk may go."""
 
     hops: int
+    seed_hops: int
     frontier: int
     fanout: int
     type_weights: Mapping[str, float]
@@ -83,6 +89,7 @@ class GraphWork:
 def graph_work(config: RecallConfig, profile: BudgetProfile) -> GraphWork:
     return GraphWork(
         hops=profile.graph_hops,
+        seed_hops=profile.graph_seed_hops,
         frontier=profile.graph_frontier,
         fanout=profile.graph_fanout,
         type_weights=config.link_type_weights,
@@ -168,10 +175,10 @@ class GraphWalk:
         named = await named_steps(self._pool, self._request, self._vector, keys, self.work)
         self._names = sorted({s.label.removeprefix("entity:") for s in named})
         frontier = self._next(self._absorb(named), frozenset())
-        await self._walk("named", frontier)
+        await self._walk("named", frontier, self.work.hops)
 
     async def from_seeds(self, seeds: Sequence[tuple[str, float]]) -> None:
-        await self._walk("seeds", dict(seeds))
+        await self._walk("seeds", dict(seeds), self.work.seed_hops)
 
     def result(
         self, seeds: Sequence[tuple[str, float]], exclude: Set[str], limit: int
@@ -190,10 +197,10 @@ class GraphWalk:
         elapsed = (time.perf_counter() - self._started) * 1000
         return ArmResult("graph", hits[:limit], elapsed, note, dict(self.paths))
 
-    async def _walk(self, name: str, frontier: dict[str, float]) -> None:
+    async def _walk(self, name: str, frontier: dict[str, float], hops: int) -> None:
         visited = set(frontier)
         counts = self._reached.setdefault(name, [])
-        for _ in range(self.work.hops):
+        for _ in range(hops):
             if not frontier:
                 return
             steps = await _hop(self._pool, self._request, self._query, frontier, visited, self.work)

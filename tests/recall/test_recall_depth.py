@@ -55,6 +55,25 @@ async def test_the_budget_sets_how_many_hops_the_walk_takes(
     assert outage in [h.unit_id for h in mid.hits]
 
 
+async def test_the_seeds_walk_takes_one_hop_at_mid(
+    recall_pool: Pool, embedder: Embedder, banks: Banks
+) -> None:
+    # From the other arms' seeds the walk goes one hop at mid (a chain through a named
+    # entity keeps two, above): Atlas's cluster fact is one step from the lead fact, the
+    # outage two.
+    lead, runs, outage = (banks.ids[d] for d in ("depth-lead", "depth-runs", "depth-outage"))
+    config = RecallConfig()
+    vector = embed_query(embedder, ALICE).vector
+    reached: dict[Budget, set[str]] = {}
+    for budget in ("mid", "high"):
+        request = RecallRequest(banks.depth, ALICE, budget=budget)
+        graph = GraphWalk(recall_pool, request, vector, graph_work(config, config.budget(budget)))
+        await graph.from_seeds([(lead, 0.5)])
+        reached[budget] = set(graph.paths)
+    assert runs in reached["mid"] and outage not in reached["mid"]
+    assert outage in reached["high"]
+
+
 async def test_a_popular_entity_does_not_flood_the_walk(
     recall_pool: Pool, embedder: Embedder, banks: Banks
 ) -> None:
