@@ -40,6 +40,16 @@ least 0.5/0.8 alike, so a gathering question's top 10 spreads over conversations
 reranked and outranked by facts as much on topic (often answers LoCoMo did not list), 35
 reached by an arm but not reranked (more graph finds reranked lost more than they won),
 58 reached by no arm.
+Fitted weights (issue 17, 2026-12-02; docs/benchmarks.md "Fitted final score"): the final
+score's weights were fitted together on conversations 1-5 (all categories, graded by the
+evidence turns; re-ranking the recorded candidates offline, bench/locomo_rank_fit.py) and
+checked on 6-10 held out. Old (context 0.4, window 0.5, question 0.2, λ 0.6) → new (context
+0.5, window 0.417, question 0.25, temporal rank 0.25, query words 0.083, λ 0.633), recall@10
+overall 1-4 / multi-hop / adversarial: conv 1-5 0.794/0.586/0.734 → 0.802/0.607/0.753;
+held out 6-10 0.793/0.547/0.749 → 0.805/0.559/0.761. A pairwise logistic model over 16
+features (MaxSim alone and in context, cosine, each arm's rank, BM25, entity overlap,
+length, observation) gave held out 0.804/0.542-0.561/0.80-0.82 (λ 0.6-0.8): no better on
+multi-hop, more weights; not taken. Same-turn facts counted as alike in MMR: −0.01 held out.
 """
 
 from __future__ import annotations
@@ -149,7 +159,8 @@ class RecallConfig:
     #   2, 8, 0.4 → 0.800 / 0.590 · 2, 12, 0.4 → 0.805 / 0.589 · 2, 12, 0.5 → 0.809 / 0.585
     # Chosen: 2, 8, 0.4 — twelve or more neighbours gain under 0.01 for half as many token
     # vectors again read and multiplied per recall (bench/recall_latency.py).
-    context_weight: float = 0.4
+    # 0.5 since the fitted weights (the module's docstring), with the boosts below.
+    context_weight: float = 0.5
     context_neighbours: int = 8
     context_chunks: int = 2
     # The chunks are counted on the conversation's timeline, across documents
@@ -162,24 +173,28 @@ class RecallConfig:
     # Boosts added to the normalised base score, each term in [0, 1].
     recency_weight: float = 0.0
     recency_half_life_days: float = 180.0
-    temporal_weight: float = 0.5
+    temporal_weight: float = 0.417
     proof_weight: float = 0.0
     observation_boost: float = 0.2  # with prefer_observations
     # Subtracted from a fact that is a question ("Joanna: Seen any good movies lately?"):
     # it shares the words of a question about its topic and answers nothing, and MaxSim put
     # it first (11% of LoCoMo's facts, the only fact of 6 of 1,106 evidence turns).
     # 0/0.1/0.2/0.35: 0.7641/0.7687/0.7697/0.7690 (multi-hop 0.538/0.562/0.562/0.559).
-    question_penalty: float = 0.2
+    question_penalty: float = 0.25
     # A query asking for a time (engine/dates/questions.py) raises each fact that carries an
     # occurred date by this share of its relevance: the answer to "什么时候交？" is dated.
     # Only 0.3 was tried: Chinese set temporal recall@10 0.875 -> 1.000 (with the "？" question
     # penalty), no other category lower; English queries never ask in these words.
     dated_answer_weight: float = 0.3
+    # The temporal arm's rank and the query's words in the fact (engine/recall/scoring.py).
+    temporal_rank_weight: float = 0.25
+    term_overlap_weight: float = 0.083
     # MMR: λ·relevance − (1 − λ)·max similarity to what is already chosen; 1 = no diversity.
+    # 0.633 since the fitted weights (the module's docstring; ENGRAM_RECALL_MMR_LAMBDA too).
     # λ 1.0/0.9/0.8/0.7/0.6/0.5: 0.682/0.693/0.695/0.703/0.708/0.691 (before context;
     # with it, 0.5/0.6/0.7: 0.729/0.745/0.739; with speaker-attributed facts, 0.5/0.6/0.7:
     # 0.751/0.764/0.752, and with the question penalty 0.6/0.65: 0.770/0.766).
-    mmr_lambda: float = 0.6
+    mmr_lambda: float = 0.633
     # Graph: how much each stored link type counts, and entities above this many mentions are
     # not expanded (their weight 1/ln(e + n) is negligible and their fan-out is not).
     link_type_weights: Mapping[str, float] = field(

@@ -347,6 +347,8 @@ class RecallEngine:
             understood=vectors.known_share,
             lifecycle=request.boosts,
             asks_time=asks_time,
+            temporal_ranks=[f.ranks.get("temporal") for f in fused],
+            query=request.query,
         )
         floors = request.min_scores
         keep: list[int] = []

@@ -14,6 +14,13 @@ proof     = min(1, log10(proof_count)): corroborated observations, 0 for a singl
 question  = 1 for a fact that is a question someone asked ("Seen any good movies lately?"),
             subtracted: it repeats the words of a question about the topic without answering
             it, so MaxSim ranks it above the answers.
+temporal  = k / (k + rank) of the fact in the temporal arm (k = rrf_k), 0 when that arm did not
+            find it: the arm's own order (in-window facts nearest the query) as a feature.
+overlap   = share of the query's words the fact contains (lower-cased ASCII words, stop words
+            included): MaxSim rewards a near match of each token, this an exact one.
+final    += w_trk · temporal + w_ovl · overlap
+The weights of these and the others were fitted together on LoCoMo conversations 1-5 by
+bench/locomo_rank_fit.py (engine/recall/config.py has the figures).
 Every boost is in [0, 1] and has its own weight, so a boost measured not to help is simply
 weighted 0 (recency is: on LoCoMo any weight > 0 lowered recall@10).
 
@@ -26,6 +33,7 @@ configured recency weight.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -34,6 +42,7 @@ from engine.recall.config import RecallConfig
 from engine.recall.types import CandidateRow, RankingBoosts, TimeWindow
 
 _DAY_S = 86400.0
+_WORD_RE = re.compile(r"[a-z0-9']+")
 
 
 @dataclass(frozen=True)
@@ -86,6 +95,17 @@ def is_question(text: str) -> bool:
     return text.rstrip().endswith(_QUESTION_MARKS)
 
 
+def words(text: str) -> set[str]:
+    """The overlap feature's words: lower-cased ASCII runs, stop words kept."""
+    return set(_WORD_RE.findall(text.lower()))
+
+
+def overlap(query_words: set[str], text: str) -> float:
+    if not query_words:
+        return 0.0
+    return len(query_words & words(text)) / len(query_words)
+
+
 def proof(row: CandidateRow) -> float:
     return min(1.0, math.log10(max(row.proof_count, 1)))
 
@@ -112,7 +132,10 @@ def combined_scores(
     understood: float = 1.0,
     lifecycle: RankingBoosts | None = None,
     asks_time: bool = False,
+    temporal_ranks: Sequence[int | None] | None = None,
+    query: str = "",
 ) -> list[float]:
+    """`temporal_ranks[i]`: candidate i's rank in the temporal arm (None: not found by it)."""
     fused_n = normalise(fused)
     if reranked is None:
         base = fused_n
@@ -122,8 +145,11 @@ def combined_scores(
             alpha * r + (1 - alpha) * f for r, f in zip(normalise(reranked), fused_n, strict=True)
         ]
     extra = lifecycle or RankingBoosts()
+    ranks = temporal_ranks if temporal_ranks is not None else [None] * len(rows)
+    query_words = words(query) if config.term_overlap_weight > 0 else set()
+    k = config.rrf_k
     finals: list[float] = []
-    for row, relevance in zip(rows, base, strict=True):
+    for row, relevance, rank in zip(rows, base, ranks, strict=True):
         b = boosts(row, reference, window, config)
         score = (
             relevance
@@ -133,6 +159,10 @@ def combined_scores(
             + config.temporal_weight * b.proximity
             + config.proof_weight * b.proof
         )
+        if rank is not None:
+            score += config.temporal_rank_weight * k / (k + rank)
+        if query_words:
+            score += config.term_overlap_weight * overlap(query_words, row.text)
         if asks_time and row.occurred_start is not None:
             score += config.dated_answer_weight * relevance
         if is_question(row.text):

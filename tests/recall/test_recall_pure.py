@@ -233,6 +233,25 @@ def test_a_question_scores_below_a_statement_as_relevant() -> None:
     assert finals == pytest.approx([0.8, 0.8, 1.0])
 
 
+def test_the_temporal_rank_and_the_query_words_add_their_weights() -> None:
+    rows = [row(text="Melanie went camping."), row(text="Melanie: I love camping at the beach!")]
+    config = RecallConfig(temporal_rank_weight=0.25, term_overlap_weight=0.1, rrf_k=60)
+    finals = combined_scores(
+        rows,
+        [0.2, 0.2],
+        [0.5, 0.5],
+        reference=MAY_1,
+        window=None,
+        prefer_observations=False,
+        config=config,
+        temporal_ranks=[1, None],
+        query="Where has Melanie camped at the beach?",
+    )
+    # 7 query words; the first fact shares "melanie", the second "melanie", "at", "the", "beach"
+    assert finals[0] == pytest.approx(1.0 + 0.25 * 60 / 61 + 0.1 * 1 / 7)
+    assert finals[1] == pytest.approx(1.0 + 0.1 * 4 / 7)
+
+
 def test_a_question_asking_when_raises_dated_facts_by_their_relevance() -> None:
     rows = [
         row(text="小林：重写的稿子下午给你。"),
