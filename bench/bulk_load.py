@@ -276,7 +276,11 @@ def add_document(
             rows.terms += [(bank, term, fid, count) for term, count in tf.items()]
             rows.mentions += [(fid, eid, bank) for eid in eids]
     ids = [f.fact_id for f in staged]
-    matrix = np.stack(vectors).astype(np.float32)
+    # The values stored (memory_units.embedding is halfvec, migration 0026), in float32 as the
+    # link step multiplies them for a batch's peers; pgvector's cosine against stored facts
+    # divides by the norms, which float16 rounding moved off 1: the same links as retain's.
+    matrix = np.stack(vectors).astype(np.float16).astype(np.float32)
+    unit = matrix / np.linalg.norm(matrix, axis=1, keepdims=True)
     ats: list[datetime] = [f.at for f in staged if f.at is not None]
     neighbours = {
         eid: (state.mentions[eid], [uid for _, uid in state.recent[eid]])
@@ -288,7 +292,7 @@ def add_document(
         staged,
         len(staged),
         matrix,
-        _stored_semantic(state, pool, entries, matrix, ids),
+        _stored_semantic(state, pool, entries, unit, ids),
         _stored_temporal(state, [f.fact_id for f in staged if f.at is not None], ats),
         neighbours,
         LinkOptions(bank, f"bench-{document_id}", ids),
@@ -300,7 +304,7 @@ def add_document(
     item = RetainItem(content=content, timestamp=seen)
     plan = DocumentPlan(document_id, chunks, [], [])
     rows.documents.append(UpsertDocument(bank, f"bench-{document_id}", plan, [item]))
-    _remember(state, staged, matrix, entries)
+    _remember(state, staged, unit, entries)
 
 
 def _remember(

@@ -15,6 +15,8 @@ from importlib import resources
 from typing import TYPE_CHECKING, Final, TypeAlias
 
 import asyncpg
+import numpy as np
+from pgvector import HalfVector, Vector
 from pgvector.asyncpg import register_vector
 
 from engine.errors import ConfigurationError
@@ -53,9 +55,26 @@ def load_migrations() -> list[Migration]:
 
 async def _init_connection(conn: asyncpg.Connection) -> None:
     await register_vector(conn)
+    # Facts' embeddings are `halfvec` (migration 0026) and a query's is float32: a parameter
+    # compared with the column takes the column's type, so the halfvec codec must take what
+    # callers pass for a vector (a `Vector`, an array, a list) too.
+    await conn.set_type_codec(
+        "halfvec",
+        encoder=_encode_halfvec,
+        decoder=HalfVector.from_binary,
+        format="binary",
+    )
     await conn.set_type_codec(
         "jsonb", encoder=_json_dumps, decoder=_json_loads, schema="pg_catalog"
     )
+
+
+def _encode_halfvec(value: object) -> bytes:
+    if isinstance(value, HalfVector):
+        return value.to_binary()
+    if isinstance(value, Vector):
+        return HalfVector(value.to_numpy()).to_binary()
+    return HalfVector(np.asarray(value, dtype=np.float32)).to_binary()
 
 
 def _json_dumps(value: object) -> str:

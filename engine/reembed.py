@@ -121,7 +121,7 @@ ALTER TABLE mental_models DROP COLUMN IF EXISTS embedding_next;
 """
 
 _ADD_NEXT = """
-ALTER TABLE memory_units ADD COLUMN embedding_next vector({dim});
+ALTER TABLE memory_units ADD COLUMN embedding_next halfvec({dim});
 ALTER TABLE memory_units ALTER COLUMN embedding_next SET STORAGE MAIN;
 ALTER TABLE memory_units ADD COLUMN token_vectors_next bytea;
 ALTER TABLE memory_units ALTER COLUMN token_vectors_next SET STORAGE EXTERNAL;
@@ -283,7 +283,7 @@ async def build_index(pool: Pool) -> None:
         if valid is not True:
             await conn.execute(
                 "CREATE INDEX CONCURRENTLY IF NOT EXISTS memory_units_embedding_next"
-                " ON memory_units USING hnsw (embedding_next vector_cosine_ops)"
+                " ON memory_units USING hnsw (embedding_next halfvec_cosine_ops)"
             )
 
 
@@ -299,7 +299,7 @@ ALTER TABLE memory_units DROP COLUMN token_vectors;
 ALTER TABLE memory_units RENAME COLUMN token_vectors_next TO token_vectors;
 ALTER TABLE mental_models DROP COLUMN embedding;
 ALTER TABLE mental_models RENAME COLUMN embedding_next TO embedding;
-ALTER TABLE staged_facts ALTER COLUMN embedding TYPE vector({dim}) USING NULL;
+ALTER TABLE staged_facts ALTER COLUMN embedding TYPE halfvec({dim}) USING NULL;
 """
 _META = """
 INSERT INTO engram_meta (key, value) VALUES

@@ -5,9 +5,10 @@ MaxSim (ColBERT's late interaction, zero-shot over MiniLM's token states):
     maxsim(q, d) = (1 / |q|) · Σ_i max_j ⟨q_i, d_j⟩
 over the query's and the fact's unit-norm token vectors. The fact's side was computed at
 retain time and stored compactly (engine/recall/vectors.py), so a query costs one model run
-(shared with its sentence embedding) and one (|q| × Σ|d|) matrix product over the int8
-values, scaled afterwards: at 100k facts, 80 candidates and their neighbours are ~400 blobs
-and ~8,400 tokens, 4.7 ms of CPU with the conversion (engine/recall/vectors.py).
+(shared with its sentence embedding) and one (|q| × Σ|d|) matrix product over the stored
+int4 values (half the dimensions), scaled afterwards: at 100k facts, 80 candidates and
+their neighbours are ~400 blobs and ~8,400 tokens, 4.7 ms of CPU with the conversion
+(engine/recall/vectors.py, measured at full width).
 Measured on LoCoMo (conversations 1-5, recall@10): over raw turns, the union of the BM25 and
 dense top 50 in BM25 order 0.636, in MaxSim order 0.704; over extracted facts, the fused top
 80 in fused order 0.645, in MaxSim order 0.681 (engine/recall/config.py has the rest).
@@ -26,7 +27,7 @@ from tokenizers import Tokenizer
 
 from engine.errors import ConfigurationError
 from engine.recall.types import CandidateRow, FloatMatrix
-from engine.recall.vectors import decode_many
+from engine.recall.vectors import decode_many, query_side
 
 MAXSIM = "maxsim"
 NONE = "none"
@@ -100,7 +101,8 @@ class MaxSimReranker:
         # The query's width, not the one this reranker was built with: after a
         # re-embedding (engine/reembed.py) the model, and with it the width, changes.
         tokens, scales, counts = decode_many(blobs, query_tokens.shape[1])
-        best = _best_per_blob(query_tokens, tokens, scales, counts)  # (|q|, blobs)
+        # Stored rows keep half the dimensions: the query's rows in the same ones.
+        best = _best_per_blob(query_side(query_tokens), tokens, scales, counts)  # (|q|, blobs)
         # A fact stored before token vectors existed: its sentence vector stands in.
         fallback = np.stack([row.embedding for row in rows]) @ query_tokens.T  # (rows, |q|)
         own_best = np.stack(

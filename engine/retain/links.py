@@ -82,7 +82,7 @@ IN_FLIGHT_LIMIT = 2000
 # Nearest stored facts of every fact of the batch, one query (the HNSW index per fact).
 _SEMANTIC = """
 SELECT q.fact_id, n.id::text AS id, n.similarity
-FROM unnest($2::text[], $3::vector[]) AS q(fact_id, embedding)
+FROM unnest($2::text[], $3::halfvec[]) AS q(fact_id, embedding)
 CROSS JOIN LATERAL (
     SELECT m.id, 1 - (m.embedding <=> q.embedding) AS similarity
     FROM memory_units m

@@ -155,7 +155,8 @@ ORDER BY abs(extract(epoch FROM coalesce(occurred_start, mentioned_at) - $4)) LI
 async def oracle(conn: Connection, bank: str, fact_ids: list[str]) -> dict[str, list[Link]]:
     rows = [r for r in await conn.fetch(_STAGED, fact_ids) if r["embedding"] is not None]
     peers = rows + list(await conn.fetch(_IN_FLIGHT, bank, fact_ids, IN_FLIGHT_LIMIT))
-    matrix = np.vstack([p["embedding"].to_numpy() for p in peers])
+    # float16 halfvec values (migration 0026), multiplied in float32 as the link step does.
+    matrix = np.vstack([p["embedding"].to_numpy() for p in peers]).astype(np.float32)
     neighbours = await _entity_neighbours(conn, rows)
     planned: dict[str, list[Link]] = {}
     for row in rows:
@@ -165,7 +166,7 @@ async def oracle(conn: Connection, bank: str, fact_ids: list[str]) -> dict[str, 
             Link(r["id"], "semantic", float(r["similarity"]))
             for r in await conn.fetch(_OLD_SEMANTIC, bank, vector, SEMANTIC_K)
         ]
-        similarities = matrix @ vector.to_numpy()
+        similarities = matrix @ vector.to_numpy().astype(np.float32)
         for index in np.argsort(-similarities)[: SEMANTIC_K + 1]:
             semantic.append(Link(peers[index]["fact_id"], "semantic", float(similarities[index])))
         semantic = [x for x in semantic if x.weight >= SEMANTIC_MIN and x.to_unit != me]

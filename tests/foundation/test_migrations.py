@@ -99,7 +99,7 @@ async def test_the_vector_column_follows_the_configured_model(fresh_dsn: str) ->
         )
     finally:
         await conn.close()
-    assert typmod == "vector(16)"
+    assert typmod == "halfvec(16)"
 
 
 async def test_a_fact_keeps_its_embedding_in_its_row(fresh_dsn: str) -> None:

@@ -15,7 +15,7 @@ from engine.recall.fusion import fuse_rrf, seeds_of, shortlist
 from engine.recall.mmr import mmr_order
 from engine.recall.scoring import combined_scores, normalise, proximity, recency
 from engine.recall.types import ArmHit, ArmName, ArmResult, CandidateRow, TimeWindow
-from engine.recall.vectors import decode_token_vectors, encode_token_vectors
+from engine.recall.vectors import decode_token_vectors, encode_token_vectors, query_side
 
 WEIGHTS: MappingProxyType[ArmName, float] = MappingProxyType(
     {"semantic": 1.0, "keyword": 2.0, "graph": 0.0, "temporal": 1.0}
@@ -113,24 +113,46 @@ def test_token_estimate_is_a_quarter_of_the_characters_rounded_up() -> None:
     assert estimate_tokens("abcde") == 2
 
 
-@pytest.mark.parametrize("dimension", [384, 7])
-def test_token_vectors_round_trip_within_int4_precision(dimension: int) -> None:
+@pytest.mark.parametrize(("dimension", "first"), [(384, 192), (7, 4)])
+def test_token_vectors_round_trip_within_int4_precision(dimension: int, first: int) -> None:
     rng = np.random.default_rng(7)
     tokens = rng.standard_normal((13, dimension)).astype(np.float32)
     tokens /= np.linalg.norm(tokens, axis=1, keepdims=True)
     blob = encode_token_vectors(tokens)
-    assert len(blob) == 13 * ((dimension + 1) // 2 + 2)
+    kept = dimension - first  # the dimensions of the last half of a full-width row's bytes
+    assert len(blob) == 13 * ((kept + 1) // 2 + 2)
     decoded = decode_token_vectors(blob, dimension)
-    assert decoded.shape == (13, dimension)
-    # Half a bin: 8 · max|row| / 127 of the row's largest value.
-    assert (np.abs(decoded - tokens) <= np.abs(tokens).max(axis=1, keepdims=True) / 15).all()
-    cosines = (decoded * tokens).sum(axis=1) / np.linalg.norm(decoded, axis=1)
-    assert cosines.min() > 0.985
+    assert decoded.shape == (13, kept)
+    stored = tokens[:, first:]
+    # Half a bin: 8 · max|row| / 127 of the row's largest value (over the whole row).
+    assert (np.abs(decoded - stored) <= np.abs(tokens).max(axis=1, keepdims=True) / 15).all()
+
+
+def test_stored_token_rows_keep_the_direction_of_their_half() -> None:
+    rng = np.random.default_rng(7)
+    tokens = rng.standard_normal((13, 384)).astype(np.float32)
+    decoded = decode_token_vectors(encode_token_vectors(tokens), 384)
+    stored = tokens[:, 192:]
+    norms = np.linalg.norm(decoded, axis=1) * np.linalg.norm(stored, axis=1)
+    assert ((decoded * stored).sum(axis=1) / norms).min() > 0.98
+
+
+def test_query_side_products_are_on_the_full_inner_products_scale() -> None:
+    """Stored rows keep the second half of the dimensions; with it a copy of the first, the
+    scaled half-width product is the full one (to int4 precision)."""
+    rng = np.random.default_rng(11)
+    query = np.tile(rng.standard_normal((6, 192)), 2).astype(np.float32)
+    stored = np.tile(rng.standard_normal((6, 192)), 2).astype(np.float32)
+    query /= np.linalg.norm(query, axis=1, keepdims=True)
+    stored /= np.linalg.norm(stored, axis=1, keepdims=True)
+    decoded = decode_token_vectors(encode_token_vectors(stored), 384)
+    estimate = (query_side(query) * decoded).sum(axis=1)
+    assert np.abs(estimate - (query * stored).sum(axis=1)).max() < 0.03
 
 
 def test_empty_token_vectors_encode_to_nothing() -> None:
     assert encode_token_vectors(np.zeros((0, 384), dtype=np.float32)) == b""
-    assert decode_token_vectors(b"", 384).shape == (0, 384)
+    assert decode_token_vectors(b"", 384).shape == (0, 192)
     with pytest.raises(ValueError, match="not n x"):
         decode_token_vectors(b"\x00" * 10, 384)
 

@@ -16,7 +16,7 @@ from engine.embedding import MINILM_TOKENIZER, Embedder
 from engine.errors import ConfigurationError
 from engine.recall.rerank import CrossEncoderReranker, MaxSimReranker, load_reranker
 from engine.recall.types import CandidateRow
-from engine.recall.vectors import encode_token_vectors
+from engine.recall.vectors import decode_token_vectors, encode_token_vectors, query_side
 
 
 def candidate(embedder: Embedder, text: str, context: tuple[str, ...] = ()) -> CandidateRow:
@@ -54,8 +54,12 @@ def test_maxsim_equals_the_formula_on_stored_vectors(embedder: Embedder) -> None
     _, (q_tokens,) = embedder.embed_with_tokens([query])
     scores = MaxSimReranker(embedder.dimension).score(query, q_tokens, rows)
     _, doc_tokens = embedder.embed_with_tokens([r.text for r in rows])
-    expected = [brute_maxsim(q_tokens, d) for d in doc_tokens]
-    assert scores == pytest.approx(expected, abs=0.01)  # int4 storage
+    # Stored: the second half of the dimensions in int4; the query's side scaled to the full width.
+    stored = [decode_token_vectors(r.token_vectors or b"", embedder.dimension) for r in rows]
+    expected = [brute_maxsim(query_side(q_tokens), d) for d in stored]
+    assert scores == pytest.approx(expected, abs=1e-4)
+    full = [brute_maxsim(q_tokens, d) for d in doc_tokens]
+    assert scores == pytest.approx(full, abs=0.1)
     assert scores[0] > scores[1]
 
 
@@ -77,10 +81,13 @@ def test_context_blends_the_fact_with_its_neighbours(embedder: Embedder) -> None
     )
     blended = MaxSimReranker(embedder.dimension, 0.5).score(query, q_tokens, [bare, placed])
     assert blended[1] > blended[0]  # the neighbour says whose kids "they" are
-    _, tokens = embedder.embed_with_tokens([placed.text, "Melanie took her kids to the museum."])
-    union = np.concatenate(tokens)
-    expected = 0.5 * brute_maxsim(q_tokens, tokens[0]) + 0.5 * brute_maxsim(q_tokens, union)
-    assert blended[1] == pytest.approx(expected, abs=0.01)
+    own = decode_token_vectors(placed.token_vectors or b"", embedder.dimension)
+    union = np.concatenate(
+        [own, *(decode_token_vectors(b, embedder.dimension) for b in placed.context_vectors)]
+    )
+    q_side = query_side(q_tokens)
+    expected = 0.5 * brute_maxsim(q_side, own) + 0.5 * brute_maxsim(q_side, union)
+    assert blended[1] == pytest.approx(expected, abs=1e-4)
 
 
 def test_a_fact_without_token_vectors_is_scored_by_its_sentence_vector(

@@ -88,8 +88,11 @@ async def test_int8_token_vectors_are_converted_and_the_bank_keeps_answering(
         for fact_id, matrix in zip(ids, tokens, strict=True):
             blob = stored[fact_id]
             assert len(blob) == matrix.shape[0] * row_bytes(embedder.dimension)
+            # Migration 0026 then kept the second half of the dimensions.
             decoded = decode_token_vectors(blob, embedder.dimension)
-            cosines = (decoded * matrix).sum(axis=1) / np.linalg.norm(decoded, axis=1)
+            kept = matrix[:, -decoded.shape[1] :]
+            norms = np.linalg.norm(decoded, axis=1) * np.linalg.norm(kept, axis=1)
+            cosines = (decoded * kept).sum(axis=1) / norms
             assert cosines.min() > 0.97, cosines
 
         application = recall_app(tmp_path, pool, temporal_env, embedder, cpu)
