@@ -218,20 +218,19 @@ class Workers:
     def __init__(self, main: Worker, embed: Worker) -> None:
         self.main = main
         self.embed = embed
-        self._stack = contextlib.AsyncExitStack()
 
     async def __aenter__(self) -> Workers:
-        await self._stack.__aenter__()
+        await self.main.__aenter__()
         try:
-            await self._stack.enter_async_context(self.main)
-            await self._stack.enter_async_context(self.embed)
+            await self.embed.__aenter__()
         except BaseException:
-            await self._stack.aclose()
+            await self.main.__aexit__(None, None, None)
             raise
         return self
 
-    async def __aexit__(self, *exc: object) -> None:
-        await self._stack.aclose()
+    async def __aexit__(self, *exc: Any) -> None:
+        # Both at once: each shutdown waits for its own polls and activities.
+        await asyncio.gather(self.main.__aexit__(*exc), self.embed.__aexit__(*exc))
 
 
 def build_worker(

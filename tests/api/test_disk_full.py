@@ -47,8 +47,9 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
 
 
 def fill(path: Path) -> None:
-    """Write zeros until the disk refuses (ENOSPC)."""
-    with path.open("wb") as out:
+    """Write zeros until the disk refuses (ENOSPC). Unbuffered: a buffered file kept the
+    part of a block the disk did not take and failed again when closed."""
+    with path.open("wb", buffering=0) as out:
         block = b"\0" * (1 << 20)
         try:
             while True:
