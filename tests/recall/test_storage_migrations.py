@@ -9,14 +9,14 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import asyncpg
 import httpx
 import numpy as np
 from numpy.typing import NDArray
 from pgvector import Vector
+from support.old_schema import migrate_before
 from temporalio.testing import WorkflowEnvironment
 
-from engine.db import create_pool, load_migrations, migrate
+from engine.db import create_pool, migrate
 from engine.embedding import Embedder
 from engine.recall.vectors import encode_token_vectors
 from engine.store.banks import ensure_bank
@@ -53,25 +53,6 @@ def full_width_blob(tokens: NDArray[np.float32]) -> bytes:
     return blob
 
 
-async def migrate_before_0026(dsn: str, dimension: int) -> None:
-    conn = await asyncpg.connect(dsn)
-    try:
-        await conn.execute(
-            "CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL,"
-            " applied_at timestamptz NOT NULL DEFAULT now())"
-        )
-        for migration in load_migrations():
-            if migration.version < 26:
-                await conn.execute(migration.sql.replace("{embedding_dim}", str(dimension)))
-                await conn.execute(
-                    "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)",
-                    migration.version,
-                    migration.name,
-                )
-    finally:
-        await conn.close()
-
-
 async def test_old_rows_are_converted_and_the_bank_keeps_answering(
     tmp_path: Path,
     postgres: EmbeddedPostgres,
@@ -80,7 +61,7 @@ async def test_old_rows_are_converted_and_the_bank_keeps_answering(
     cpu: ThreadPoolExecutor,
 ) -> None:
     dsn = postgres.create_database(f"t_half_{uuid.uuid4().hex[:10]}")
-    await migrate_before_0026(dsn, embedder.dimension)
+    await migrate_before(dsn, embedder.dimension, 26)
     pooled, tokens = embedder.embed_with_tokens(list(FACTS))
     ids = [str(uuid.uuid4()) for _ in FACTS]
     bank = "before-0026"
@@ -138,7 +119,7 @@ async def test_a_model_of_odd_half_width_gets_its_rows_padded(postgres: Embedded
     what retain writes."""
     dimension = 10
     dsn = postgres.create_database(f"t_half_{uuid.uuid4().hex[:10]}")
-    await migrate_before_0026(dsn, dimension)
+    await migrate_before(dsn, dimension, 26)
     rng = np.random.default_rng(3)
     matrix = rng.standard_normal((3, dimension)).astype(np.float32)
     pool = await create_pool(dsn, max_size=1)
@@ -163,7 +144,7 @@ async def test_a_running_re_embedding_refills_its_next_vectors_as_halfvec(
     empties them (the run fills them again) and types the column as the run now adds it."""
     dimension = 8
     dsn = postgres.create_database(f"t_half_{uuid.uuid4().hex[:10]}")
-    await migrate_before_0026(dsn, dimension)
+    await migrate_before(dsn, dimension, 26)
     pool = await create_pool(dsn, max_size=1)
     try:
         async with pool.acquire() as conn:

@@ -7,13 +7,13 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import asyncpg
 import httpx
 import numpy as np
 from numpy.typing import NDArray
+from support.old_schema import migrate_before
 from temporalio.testing import WorkflowEnvironment
 
-from engine.db import create_pool, load_migrations, migrate
+from engine.db import create_pool, migrate
 from engine.embedding import Embedder
 from engine.recall.vectors import decode_token_vectors, row_bytes
 from engine.store.banks import ensure_bank
@@ -41,25 +41,6 @@ def int8_blob(tokens: NDArray[np.float32]) -> bytes:
     return blob
 
 
-async def migrate_before_0014(dsn: str, dimension: int) -> None:
-    conn = await asyncpg.connect(dsn)
-    try:
-        await conn.execute(
-            "CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL,"
-            " applied_at timestamptz NOT NULL DEFAULT now())"
-        )
-        for migration in load_migrations():
-            if migration.version < 14:
-                await conn.execute(migration.sql.replace("{embedding_dim}", str(dimension)))
-                await conn.execute(
-                    "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)",
-                    migration.version,
-                    migration.name,
-                )
-    finally:
-        await conn.close()
-
-
 async def test_int8_token_vectors_are_converted_and_the_bank_keeps_answering(
     tmp_path: Path,
     postgres: EmbeddedPostgres,
@@ -68,7 +49,7 @@ async def test_int8_token_vectors_are_converted_and_the_bank_keeps_answering(
     cpu: ThreadPoolExecutor,
 ) -> None:
     dsn = postgres.create_database(f"t_int8_{uuid.uuid4().hex[:10]}")
-    await migrate_before_0014(dsn, embedder.dimension)
+    await migrate_before(dsn, embedder.dimension, 14)
     pooled, tokens = embedder.embed_with_tokens(list(FACTS))
     ids = [str(uuid.uuid4()) for _ in FACTS]
     bank = "before-0014"
