@@ -43,19 +43,17 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Final, TextIO
 
 import httpx
-from asyncpg.connection import LoggedQuery
 from temporalio.client import Client
 
-from activities.consolidation import LOCAL_BATCH_FACTS
 from bench.import_locomo import (
     NO_LINKS,
     PG_STATS_OPTIONS,
@@ -67,9 +65,8 @@ from bench.import_locomo import (
     tree_cpu,
     wait_for_worker,
 )
+from bench.skew_consolidation import BACKLOG, consolidate_in_process
 from bench.synthetic_words import CITIES, FIRST, LAST
-from engine.consolidation.batch import consolidate_local_batch
-from engine.consolidation.encode import EncodedText, TextEncoder, text_encoder
 from engine.db import Pool, create_pool, migrate
 from engine.embedding import load_embedder
 from engine.settings import Settings
@@ -110,18 +107,6 @@ TOGETHER: Final = (
     "{a} and {b} watched the football match in {place}.",
     "{a} called {b} to talk about the garden.",
 )
-
-_RESET_OBSERVATIONS = (
-    "DELETE FROM memory_units WHERE bank_id = $1 AND fact_type = 'observation'",
-    "UPDATE memory_units SET consolidated_at = NULL WHERE bank_id = $1",
-    "UPDATE banks SET config = config || '{\"enable_observations\": true}' WHERE bank_id = $1",
-)
-
-# Facts the consolidation backlog counts: stored, not observations, not yet consolidated.
-_BACKLOG = """
-SELECT count(*) FROM memory_units
-WHERE bank_id = $1 AND fact_type <> 'observation' AND consolidated_at IS NULL
-"""
 
 
 @dataclass(frozen=True)
@@ -235,13 +220,13 @@ async def run_import(
 
 async def wait_for_consolidation(pool: Pool, every: float, out: TextIO) -> tuple[int, float]:
     """Poll the backlog until it is empty: (facts consolidated, seconds)."""
-    first = int(await pool.fetchval(_BACKLOG, BANK))
+    first = int(await pool.fetchval(BACKLOG, BANK))
     out.write(f"\nconsolidation backlog {first:,} facts\n   time   backlog  facts/s (interval)\n")
     started = time.perf_counter()
     last_t, last_n = 0.0, first
     while time.perf_counter() - started < TIMEOUT_S:
         await asyncio.sleep(every)
-        backlog = int(await pool.fetchval(_BACKLOG, BANK))
+        backlog = int(await pool.fetchval(BACKLOG, BANK))
         now = time.perf_counter() - started
         out.write(f"{now:7.0f}  {backlog:8,}  {(last_n - backlog) / (now - last_t):18.1f}\n")
         out.flush()
@@ -308,7 +293,7 @@ async def drive(
             if args.pg_stats:
                 await reset_statements(settings.database_url)
             consolidated, seconds = await consolidate_in_process(
-                settings.database_url, args.every, None, out
+                settings.database_url, BANK, args.every, None, out
             )
             imported, consolidating = end.facts / end.seconds, consolidated / seconds
             out.write(
@@ -317,107 +302,6 @@ async def drive(
             )
             if args.pg_stats:
                 await print_statements(settings.database_url, out)
-    finally:
-        cpu.shutdown()
-        await pool.close()
-
-
-@dataclass
-class EncoderTime:
-    """Wall time spent in the encoder (the model run, off the event loop)."""
-
-    seconds: float = 0.0
-    calls: int = 0
-    texts: int = 0
-
-
-@dataclass
-class QueryTimes:
-    """Client-side time per statement (round trip included), from asyncpg's query logger."""
-
-    seconds: defaultdict[str, float] = field(default_factory=lambda: defaultdict(float))
-    calls: Counter[str] = field(default_factory=Counter)
-
-    def log(self, query: LoggedQuery) -> None:
-        key = " ".join(query.query.split())[:110]
-        self.seconds[key] += query.elapsed
-        self.calls[key] += 1
-
-    def write(self, out: TextIO, top: int = 15) -> None:
-        total, calls = sum(self.seconds.values()), sum(self.calls.values())
-        out.write(f"statements from the client: {total:.1f} s in {calls:,} round trips\n")
-        for key, seconds in sorted(self.seconds.items(), key=lambda kv: -kv[1])[:top]:
-            out.write(f"  {seconds:7.1f} s  {self.calls[key]:8,} x  {key}\n")
-
-
-def timed(encode: TextEncoder, spent: EncoderTime) -> TextEncoder:
-    async def run(texts: Sequence[str]) -> list[EncodedText]:
-        started = time.perf_counter()
-        try:
-            return await encode(texts)
-        finally:
-            spent.seconds += time.perf_counter() - started
-            spent.calls += 1
-            spent.texts += len(texts)
-
-    return run
-
-
-async def consolidate_in_process(
-    dsn: str, every: float, budget_s: float | None, out: TextIO
-) -> tuple[int, float]:
-    """Consolidate the bank's backlog from scratch: (facts consolidated, seconds)."""
-    embedder = load_embedder("minilm")
-    pool = await create_pool(dsn, max_size=2)
-    cpu = ThreadPoolExecutor(CPU_THREADS)
-    try:
-        for statement in _RESET_OBSERVATIONS:
-            await pool.execute(statement, BANK)
-        await pool.execute("ANALYZE")
-        spent, queries = EncoderTime(), QueryTimes()
-        encode = timed(text_encoder(embedder, cpu), spent)
-        first = int(await pool.fetchval(_BACKLOG, BANK))
-        out.write(f"consolidating {first:,} facts in process (local path, batches of")
-        out.write(
-            f" {LOCAL_BATCH_FACTS})\n   time      done   backlog  facts/s (interval)"
-            "  observations  load\n"
-        )
-        started = time.perf_counter()
-        last_t, last_n, backlog, seq, made = 0.0, first, first, 0, 0
-        while backlog and (budget_s is None or time.perf_counter() - started < budget_s):
-            async with pool.acquire() as conn:
-                conn.add_query_logger(queries.log)
-                try:
-                    result = await consolidate_local_batch(
-                        conn, BANK, "bench-consolidate", LOCAL_BATCH_FACTS, encode, seq
-                    )
-                finally:
-                    conn.remove_query_logger(queries.log)
-            seq += 1
-            backlog = result.backlog
-            made += result.counts.created - result.counts.merged
-            now = time.perf_counter() - started
-            if now - last_t >= every or not backlog:
-                rate = (last_n - backlog) / (now - last_t)
-                out.write(
-                    f"{now:7.0f}  {first - backlog:8,}  {backlog:8,}  {rate:18.1f}"
-                    f"  {made:12,}  {os.getloadavg()[0]:4.1f}\n"
-                )
-                out.flush()
-                last_t, last_n = now, backlog
-        elapsed = time.perf_counter() - started
-        made = await pool.fetchval(
-            "SELECT count(*) FROM memory_units WHERE bank_id = $1 AND fact_type = 'observation'",
-            BANK,
-        )
-        done = first - backlog
-        out.write(
-            f"consolidation: {done:,} facts in {elapsed:.0f} s = {done / elapsed:.1f} facts/s;"
-            f" {made:,} observations; {backlog:,} left; encoder {spent.seconds:.1f} s"
-            f" ({spent.calls:,} calls, {spent.texts:,} texts)\n"
-        )
-        queries.write(out)
-        return done, elapsed
     finally:
         cpu.shutdown()
         await pool.close()
@@ -436,7 +320,7 @@ def consolidate_only(args: argparse.Namespace, home: Path, out: TextIO) -> None:
     try:
         if args.pg_stats:
             asyncio.run(reset_statements(postgres.dsn))
-        asyncio.run(consolidate_in_process(postgres.dsn, args.every, args.budget_s, out))
+        asyncio.run(consolidate_in_process(postgres.dsn, BANK, args.every, args.budget_s, out))
         if args.pg_stats:
             asyncio.run(print_statements(postgres.dsn, out))
     finally:

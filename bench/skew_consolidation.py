@@ -1,0 +1,135 @@
+"""The skewed journal's consolidation, in process (`bench.entity_skew --consolidate` and
+`--consolidate-only`): the bank's backlog consolidated from scratch in batches, as the activity
+runs them, printing facts/s over time, time per statement and the encoder's time."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import TextIO
+
+from asyncpg.connection import LoggedQuery
+
+from activities.consolidation import LOCAL_BATCH_FACTS
+from engine.consolidation.batch import consolidate_local_batch
+from engine.consolidation.encode import EncodedText, TextEncoder, text_encoder
+from engine.db import create_pool
+from engine.embedding import load_embedder
+from worker.main import CPU_THREADS
+
+_RESET_OBSERVATIONS = (
+    "DELETE FROM memory_units WHERE bank_id = $1 AND fact_type = 'observation'",
+    "UPDATE memory_units SET consolidated_at = NULL WHERE bank_id = $1",
+    "UPDATE banks SET config = config || '{\"enable_observations\": true}' WHERE bank_id = $1",
+)
+
+# Facts the consolidation backlog counts: stored, not observations, not yet consolidated.
+BACKLOG = """
+SELECT count(*) FROM memory_units
+WHERE bank_id = $1 AND fact_type <> 'observation' AND consolidated_at IS NULL
+"""
+
+
+@dataclass
+class EncoderTime:
+    """Wall time spent in the encoder (the model run, off the event loop)."""
+
+    seconds: float = 0.0
+    calls: int = 0
+    texts: int = 0
+
+
+@dataclass
+class QueryTimes:
+    """Client-side time per statement (round trip included), from asyncpg's query logger."""
+
+    seconds: defaultdict[str, float] = field(default_factory=lambda: defaultdict(float))
+    calls: Counter[str] = field(default_factory=Counter)
+
+    def log(self, query: LoggedQuery) -> None:
+        key = " ".join(query.query.split())[:110]
+        self.seconds[key] += query.elapsed
+        self.calls[key] += 1
+
+    def write(self, out: TextIO, top: int = 15) -> None:
+        total, calls = sum(self.seconds.values()), sum(self.calls.values())
+        out.write(f"statements from the client: {total:.1f} s in {calls:,} round trips\n")
+        for key, seconds in sorted(self.seconds.items(), key=lambda kv: -kv[1])[:top]:
+            out.write(f"  {seconds:7.1f} s  {self.calls[key]:8,} x  {key}\n")
+
+
+def timed(encode: TextEncoder, spent: EncoderTime) -> TextEncoder:
+    async def run(texts: Sequence[str]) -> list[EncodedText]:
+        started = time.perf_counter()
+        try:
+            return await encode(texts)
+        finally:
+            spent.seconds += time.perf_counter() - started
+            spent.calls += 1
+            spent.texts += len(texts)
+
+    return run
+
+
+async def consolidate_in_process(
+    dsn: str, bank: str, every: float, budget_s: float | None, out: TextIO
+) -> tuple[int, float]:
+    """Consolidate the bank's backlog from scratch: (facts consolidated, seconds)."""
+    embedder = load_embedder("minilm")
+    pool = await create_pool(dsn, max_size=2)
+    cpu = ThreadPoolExecutor(CPU_THREADS)
+    try:
+        for statement in _RESET_OBSERVATIONS:
+            await pool.execute(statement, bank)
+        await pool.execute("ANALYZE")
+        spent, queries = EncoderTime(), QueryTimes()
+        encode = timed(text_encoder(embedder, cpu), spent)
+        first = int(await pool.fetchval(BACKLOG, bank))
+        out.write(f"consolidating {first:,} facts in process (local path, batches of")
+        out.write(
+            f" {LOCAL_BATCH_FACTS})\n   time      done   backlog  facts/s (interval)"
+            "  observations  load\n"
+        )
+        started = time.perf_counter()
+        last_t, last_n, backlog, seq, made = 0.0, first, first, 0, 0
+        while backlog and (budget_s is None or time.perf_counter() - started < budget_s):
+            async with pool.acquire() as conn:
+                conn.add_query_logger(queries.log)
+                try:
+                    result = await consolidate_local_batch(
+                        conn, bank, "bench-consolidate", LOCAL_BATCH_FACTS, encode, seq
+                    )
+                finally:
+                    conn.remove_query_logger(queries.log)
+            seq += 1
+            backlog = result.backlog
+            made += result.counts.created - result.counts.merged
+            now = time.perf_counter() - started
+            if now - last_t >= every or not backlog:
+                rate = (last_n - backlog) / (now - last_t)
+                out.write(
+                    f"{now:7.0f}  {first - backlog:8,}  {backlog:8,}  {rate:18.1f}"
+                    f"  {made:12,}  {os.getloadavg()[0]:4.1f}\n"
+                )
+                out.flush()
+                last_t, last_n = now, backlog
+        elapsed = time.perf_counter() - started
+        made = await pool.fetchval(
+            "SELECT count(*) FROM memory_units WHERE bank_id = $1 AND fact_type = 'observation'",
+            bank,
+        )
+        done = first - backlog
+        out.write(
+            f"consolidation: {done:,} facts in {elapsed:.0f} s = {done / elapsed:.1f} facts/s;"
+            f" {made:,} observations; {backlog:,} left; encoder {spent.seconds:.1f} s"
+            f" ({spent.calls:,} calls, {spent.texts:,} texts)\n"
+        )
+        queries.write(out)
+        return done, elapsed
+    finally:
+        cpu.shutdown()
+        await pool.close()
