@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, RootModel
 
+from engine.store.document_history import DocumentEventKind
 from server.responses import MemoryUnitListItem, TokenUsage
 
 Timestamp = str | None
@@ -98,20 +99,6 @@ class ReprocessDocumentResponse(BaseModel):
 class ObservationIdSample(BaseModel):
     count: int = 0
     ids: list[str] = Field(default_factory=list)
-
-
-DocumentEventKind = Literal[
-    "retain",
-    "append",
-    "reprocess",
-    "retag",
-    "fact_edited",
-    "fact_invalidated",
-    "fact_restored",
-    "fact_deleted",
-    "observations_cleared",
-    "consolidation",
-]
 
 
 class DocumentEvent(BaseModel):

@@ -15,7 +15,12 @@ from engine.db import Connection
 from engine.errors import NotFound
 from engine.retain.payloads import UpdateMode, UpsertResult
 
-KIND_OF_MODE: dict[str, str] = {"replace": "retain", "append": "append", "reprocess": "reprocess"}
+WriteKind = Literal["retain", "append", "reprocess"]
+KIND_OF_MODE: dict[UpdateMode, WriteKind] = {
+    "replace": "retain",
+    "append": "append",
+    "reprocess": "reprocess",
+}
 
 EventKind = Literal[
     "retag",
@@ -26,6 +31,7 @@ EventKind = Literal[
     "observations_cleared",
     "consolidation",
 ]
+DocumentEventKind = Literal[WriteKind, EventKind]  # every kind a document's history holds
 
 
 @dataclass(frozen=True)
