@@ -52,13 +52,8 @@ import httpx  # noqa: E402
 import numpy as np  # noqa: E402
 from numpy.typing import NDArray  # noqa: E402
 
-from bench.bulk_load import (  # noqa: E402
-    PoolVectors,
-    drop_indexes,
-    load_bank,
-    loader_connection,
-    restore_indexes,
-)
+from bench.bulk_indexes import drop_indexes, restore_indexes  # noqa: E402
+from bench.bulk_load import PoolVectors, load_bank, loader_connection  # noqa: E402
 from bench.recall_latency import (  # noqa: E402
     CHUNKS_PER_DOCUMENT,
     DAYS,

@@ -10,7 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from bench.bulk_load import drop_indexes, load_bank, loader_connection, restore_indexes
+from bench.bulk_indexes import drop_indexes, restore_indexes
+from bench.bulk_load import load_bank, loader_connection
 from bench.recall_latency import START, store_document
 from bench.recall_million import PooledEmbedder
 from bench.synthetic_facts import generate_facts
