@@ -59,6 +59,16 @@ KNOBS: dict[str, tuple[float, float, float]] = {
 }
 
 
+# An observation's evidence as dia_ids (the turns of the facts it was consolidated from).
+_EVIDENCE_DIA_IDS = """
+SELECT e.observation_id::text AS observation_id,
+       array_agg(DISTINCT f.metadata->>'dia_id') AS dia_ids
+FROM observation_evidence e JOIN memory_units f ON f.id = e.fact_id
+WHERE e.bank_id = $1 AND e.stance = 'supports' AND f.metadata ? 'dia_id'
+GROUP BY e.observation_id
+"""
+
+
 class _Recorder(RecallEngine):
     """The engine, keeping each query's reranked candidates on the side."""
 
@@ -94,6 +104,8 @@ class _Recorder(RecallEngine):
                 "tier": [placement(r, window) if window else "inside" for r in rows],
                 "question": np.array([is_question(r.text) for r in rows], dtype=float),
                 "overlap": np.array([overlap(query_words, r.text) for r in rows]),
+                "ids": [r.id for r in rows],
+                "observation": np.array([r.fact_type == "observation" for r in rows], dtype=float),
             }
         )
         return ranked
@@ -118,6 +130,13 @@ async def record(args: argparse.Namespace) -> list[Record]:
     try:
         for n in chosen:
             conversation = data.conversations[n - 1]
+            async with pool.acquire() as conn:
+                evidence = {
+                    r["observation_id"]: list(r["dia_ids"])
+                    for r in await conn.fetch(
+                        _EVIDENCE_DIA_IDS, f"{args.prefix}{conversation.sample_id}"
+                    )
+                }
             for question in conversation.questions:
                 request = RecallRequest(
                     bank_id=f"{args.prefix}{conversation.sample_id}",
@@ -129,6 +148,8 @@ async def record(args: argparse.Namespace) -> list[Record]:
                 await engine.recall(request)
                 kept: Record = engine.records[-1] if engine.records else {"empty": True}
                 kept.update(conv=n, cat=question.category, gold=sorted(question.evidence))
+                if "ids" in kept:
+                    kept["evidence"] = [evidence.get(i, []) for i in kept["ids"]]
                 out.append(kept)
             print(f"conversation {n}: {len(out)} questions", file=sys.stderr, flush=True)
     finally:
