@@ -34,7 +34,7 @@ from engine.recall.config import RecallConfig
 from engine.recall.fusion import fuse_rrf, seeds_of, shortlist
 from engine.recall.graph import GraphWalk, graph_work
 from engine.recall.keyword import keyword_arm
-from engine.recall.lifecycle import current_first, visible_as_of
+from engine.recall.lifecycle import is_current, visible_as_of
 from engine.recall.mmr import mmr_order
 from engine.recall.names import name_keys
 from engine.recall.query import QueryText, QueryVectors, analyse_text, embed_query
@@ -59,8 +59,11 @@ from engine.recall.types import (
     Scores,
     TimeWindow,
 )
-from engine.recall.window import window_first
+from engine.recall.window import window_tier
 from engine.settings import Settings
+
+# A tier past the window's three (inside, undated, outside): facts not current at the time.
+_NOT_CURRENT = 3
 
 
 @dataclass
@@ -367,38 +370,42 @@ class RecallEngine:
                 continue
             keep.append(i)
         by_final = sorted(keep, key=lambda i: (-finals[i], i))
+        # The window outranks every score (engine/recall/window.py) and facts not yet known at
+        # the query's time go after every current one (engine/recall/lifecycle.py); MMR
+        # diversifies within that order, the one shown (engine/recall/mmr.py).
+        when = request.as_of or reference
+        windowed = [window_tier(rows[i], window) for i in by_final]
+        tiers = [
+            t + _NOT_CURRENT * (not is_current(rows[i], when, as_of=request.as_of is not None))
+            for t, i in zip(windowed, by_final, strict=True)
+        ]
         order = [
             by_final[j]
             for j in mmr_order(
-                [finals[i] for i in by_final], embeddings[by_final], config.mmr_lambda
+                [finals[i] for i in by_final], embeddings[by_final], config.mmr_lambda, tiers
             )
         ]
-        # An explicit window outranks every score (engine/recall/window.py).
-        in_window, moved_by_window = window_first(
-            [
-                RecalledMemory(
-                    rows[i],
-                    Scores(
-                        final=finals[i],
-                        semantic=float(semantic[i]),
-                        keyword=fused[i].scores.get("keyword"),
-                        reranker=reranked[i] if reranked is not None else None,
-                        fused=fused[i].score,
-                        arms=dict(fused[i].scores),
-                        ranks=dict(fused[i].ranks),
-                    ),
-                    estimate_tokens(rows[i].text),
-                )
-                for i in order
-            ],
-            lambda m: m.row,
-            window,
-        )
-        memories = current_first(
-            in_window, request.as_of or reference, as_of=request.as_of is not None
-        )
+        memories = [
+            RecalledMemory(
+                rows[i],
+                Scores(
+                    final=finals[i],
+                    semantic=float(semantic[i]),
+                    keyword=fused[i].scores.get("keyword"),
+                    reranker=reranked[i] if reranked is not None else None,
+                    fused=fused[i].score,
+                    arms=dict(fused[i].scores),
+                    ranks=dict(fused[i].ranks),
+                ),
+                estimate_tokens(rows[i].text),
+            )
+            for i in order
+        ]
         moved_by_rerank = sum(1 for pos, i in enumerate(by_final) if i != keep[pos])
-        moved_by_mmr = sum(1 for a, b in zip(order, by_final, strict=True) if a != b)
+        by_window = sorted(range(len(by_final)), key=lambda j: (windowed[j], j))
+        moved_by_window = sum(1 for pos, j in enumerate(by_window) if pos != j)
+        by_tier = [by_final[j] for j in sorted(range(len(by_final)), key=lambda j: (tiers[j], j))]
+        moved_by_mmr = sum(1 for a, b in zip(order, by_tier, strict=True) if a != b)
         elapsed = (time.perf_counter() - started) * 1000
         return Ranked(
             memories, elapsed, len(rows) - len(keep), moved_by_rerank, moved_by_mmr, moved_by_window

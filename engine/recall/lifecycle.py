@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from engine.recall.types import CandidateRow, RecalledMemory
+from engine.recall.types import CandidateRow
 
 
 def valid_at(row: CandidateRow, when: datetime) -> bool:
@@ -23,22 +23,15 @@ def valid_at(row: CandidateRow, when: datetime) -> bool:
     return row.valid_to is None or row.valid_to > when
 
 
-def current_first(
-    memories: Sequence[RecalledMemory], when: datetime, *, as_of: bool = False
-) -> list[RecalledMemory]:
-    """Stable: the ranking among current facts and among the others is kept.
+def is_current(row: CandidateRow, when: datetime, *, as_of: bool = False) -> bool:
+    """Whether the fact ranks among the current ones (the engine places the others after
+    them, keeping each group's order).
 
     With `as_of`, "current" is "valid then" alone: `state` says what the fact is *now*, so a
     fact superseded later was still the current one at `as_of`. Demoting it for its present
     state put every answer to a history question behind the unrelated facts of that time
     (bench/lifecycle.py's `as_of` recall@10 was 0.11 for this; docs/benchmarks.md)."""
-    current = [
-        m for m in memories if valid_at(m.row, when) and (as_of or m.row.state != "superseded")
-    ]
-    if len(current) == len(memories):
-        return list(memories)
-    held = {id(m) for m in current}
-    return current + [m for m in memories if id(m) not in held]
+    return valid_at(row, when) and (as_of or row.state != "superseded")
 
 
 def visible_as_of(rows: Sequence[CandidateRow], when: datetime) -> list[CandidateRow]:

@@ -3,7 +3,8 @@
 When the query names a time ("last spring", "去年春天") or the request gives
 `temporal_window`, every fact dated inside the window is ranked before every fact dated
 outside it; facts with no date at all sit between (nothing says they are outside). Within
-each group the order of fusion, rerank and MMR stands. Nothing is dropped: a question about
+each group the order of fusion and rerank stands, diversified by MMR within the group
+(engine/recall/mmr.py). Nothing is dropped: a question about
 "last spring" that only December answers still gets December, after what spring holds.
 
 A fact's date is the one the temporal arm searches by (engine/recall/temporal.py): its
@@ -18,15 +19,12 @@ without a real time expression gets none, and then this stage changes nothing.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Literal, TypeVar
+from typing import Literal
 
 from engine.recall.types import CandidateRow, TimeWindow
 
 Placement = Literal["inside", "undated", "outside"]
 _TIER: dict[Placement, int] = {"inside": 0, "undated": 1, "outside": 2}
-
-T = TypeVar("T")
 
 
 def placement(row: CandidateRow, window: TimeWindow) -> Placement:
@@ -41,15 +39,6 @@ def placement(row: CandidateRow, window: TimeWindow) -> Placement:
     return "undated"
 
 
-def window_first(
-    items: Sequence[T], row_of: Callable[[T], CandidateRow], window: TimeWindow | None
-) -> tuple[list[T], int]:
-    """`items` with those inside the window first, then undated ones, then the rest, each
-    group in its given order; and how many items changed position."""
-    if window is None:
-        return list(items), 0
-    ordered = sorted(
-        enumerate(items), key=lambda pair: (_TIER[placement(row_of(pair[1]), window)], pair[0])
-    )
-    moved = sum(1 for position, (before, _) in enumerate(ordered) if position != before)
-    return [item for _, item in ordered], moved
+def window_tier(row: CandidateRow, window: TimeWindow | None) -> int:
+    """0 inside the window, 1 undated, 2 outside; 0 for every fact without a window."""
+    return 0 if window is None else _TIER[placement(row, window)]

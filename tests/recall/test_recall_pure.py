@@ -87,6 +87,15 @@ def test_mmr_pushes_a_near_duplicate_below_a_novel_candidate() -> None:
     assert mmr_order([0.9, 0.85, 0.7], vectors, 0.5) == [0, 2, 1]
 
 
+def test_mmr_lets_a_later_tier_suppress_nothing_shown_before_it() -> None:
+    # 0 ranks first but sits in a later tier (e.g. an observation not yet known at the
+    # query's time); its near-duplicate 1 must not be pushed below the novel 2 for it.
+    vectors = np.stack([unit(1, 0), unit(1, 0.01), unit(0, 1)])
+    assert mmr_order([0.9, 0.85, 0.7], vectors, 0.5) == [0, 2, 1]
+    assert mmr_order([0.9, 0.85, 0.7], vectors, 0.5, tiers=[1, 0, 0]) == [1, 2, 0]
+    assert mmr_order([0.9, 0.85, 0.7], vectors, 1.0, tiers=[1, 0, 0]) == [1, 2, 0]
+
+
 def test_mmr_rejects_lambda_outside_unit_interval() -> None:
     with pytest.raises(ValueError, match="lambda"):
         mmr_order([1.0], np.stack([unit(1, 0)]), 1.5)
