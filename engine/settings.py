@@ -143,7 +143,7 @@ class Settings:
     # Recall: `maxsim` (default), `none`, or `onnx:<model.onnx>:<tokenizer.json>` for a
     # cross-encoder; MMR's λ (1 = no diversification). See engine/recall/.
     recall_reranker: str = "maxsim"
-    recall_mmr_lambda: float = 0.633
+    recall_mmr_lambda: float = 0.699
     # Token vectors of recently reranked facts kept in memory (engine/recall/token_cache.py).
     recall_token_cache_mb: int = 256
     security: SecuritySettings = field(default_factory=SecuritySettings)
@@ -215,7 +215,7 @@ class Settings:
             llm=llm,
             db_pool_max=_int(env, "ENGRAM_DB_POOL_MAX", 10),
             recall_reranker=env.get("ENGRAM_RERANKER", "maxsim"),
-            recall_mmr_lambda=_float(env, "ENGRAM_RECALL_MMR_LAMBDA", 0.633),
+            recall_mmr_lambda=_float(env, "ENGRAM_RECALL_MMR_LAMBDA", 0.699),
             recall_token_cache_mb=_int(env, "ENGRAM_RECALL_TOKEN_CACHE_MB", 256),
             security=SecuritySettings.from_env(env),
             max_in_flight=max_in_flight,
