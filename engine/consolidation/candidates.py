@@ -260,7 +260,7 @@ def scope_of(tags: Sequence[str]) -> list[str]:
     return sorted(set(tags))
 
 
-def _vector(row: asyncpg.Record) -> NDArray[np.float32]:
+def vector(row: asyncpg.Record) -> NDArray[np.float32]:
     return np.asarray(row["embedding"].to_numpy(), dtype=np.float32)
 
 
@@ -271,13 +271,13 @@ def _pending(row: asyncpg.Record) -> PendingFact:
         scope=scope_of(row["tags"]),
         entity_ids=list(row["entity_ids"]),
         mentions=int(row["mentions"]),
-        embedding=_vector(row),
+        embedding=vector(row),
         event_at=row["event_at"],
         created_at=row["created_at"],
     )
 
 
-def _neighbour(row: asyncpg.Record, parse: bool) -> Neighbour:
+def neighbour(row: asyncpg.Record, parse: bool) -> Neighbour:
     stored = row["claim"]
     claim = Claim.from_json(stored) if stored else (parse_claim(row["text"]) if parse else None)
     return Neighbour(
@@ -287,7 +287,7 @@ def _neighbour(row: asyncpg.Record, parse: bool) -> Neighbour:
         claim=claim,
         event_at=row["event_at"],
         created_at=row["created_at"],
-        embedding=_vector(row),
+        embedding=vector(row),
     )
 
 
@@ -347,7 +347,7 @@ async def related_observations(
         rows = await conn.fetch(_RELATED_MARKING, *args, fact.id)
     else:
         rows = await conn.fetch(_RELATED_OBSERVATIONS, *args)
-    return [_neighbour(r, parse=False) for r in rows]
+    return [neighbour(r, parse=False) for r in rows]
 
 
 async def near_observations(
@@ -374,7 +374,7 @@ async def near_observations(
         claim.aspect if claim else None,
         limit,
     )
-    return [_neighbour(r, parse=False) for r in rows]
+    return [neighbour(r, parse=False) for r in rows]
 
 
 async def peer_facts(
@@ -395,13 +395,13 @@ async def peer_facts(
         rows = await conn.fetch(_PEERS_BY_ENTITY, *args)
     else:
         nearest = max(PEER_NEAREST, limit)
-        async with _nearest_scan(conn, nearest):
+        async with nearest_scan(conn, nearest):
             rows = await conn.fetch(_PEERS_NEAREST, *args, nearest)
-    return [_neighbour(r, parse=True) for r in rows]
+    return [neighbour(r, parse=True) for r in rows]
 
 
 @asynccontextmanager
-async def _nearest_scan(conn: Connection, nearest: int) -> AsyncIterator[None]:
+async def nearest_scan(conn: Connection, nearest: int) -> AsyncIterator[None]:
     """The HNSW settings of a bounded nearest-first scan (`_SCAN_SET`), restored after."""
     saved = await conn.fetchrow(_SCAN_SAVE_AND_SET, str(nearest), str(PEER_SCAN_TUPLES))
     assert saved is not None

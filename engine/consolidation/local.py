@@ -26,17 +26,12 @@ from datetime import UTC, datetime
 import numpy as np
 from numpy.typing import NDArray
 
-from engine.consolidation.candidates import (
-    Neighbour,
-    PendingFact,
-    peer_facts,
-    related_observations,
-    token_vectors,
-)
+from engine.consolidation.candidates import Neighbour, PendingFact, token_vectors
 from engine.consolidation.claims import Claim, parse_claim, timeless
 from engine.consolidation.encode import EncodedText, TextEncoder
 from engine.consolidation.merge import Current, merge_near_duplicates
 from engine.consolidation.payloads import ConsolidationCounts
+from engine.consolidation.prefetch import BatchCandidates
 from engine.consolidation.relations import Relation, merged_claim, relate, revised_statement
 from engine.consolidation.store import (
     Evidence,
@@ -46,6 +41,7 @@ from engine.consolidation.store import (
     add_evidence,
     insert_observation,
     refresh_observation,
+    reinforce_observation,
     rewrite_observation,
     supersede_evidence,
 )
@@ -108,6 +104,28 @@ def representative(members: Sequence[_Member]) -> _Member:
     return members[min(tied, key=lambda i: (len(members[i].text), members[i].created_at))]
 
 
+def _judged(
+    fact: PendingFact, claim: Claim | None, related: Sequence[Neighbour]
+) -> tuple[list[tuple[Neighbour, Relation]], Neighbour | None]:
+    """The related observations `fact` contradicts, and the nearest one it supports."""
+    contradicted: list[tuple[Neighbour, Relation]] = []
+    supported: Neighbour | None = None
+    for observation in related:
+        relation = relate(
+            observation.claim,
+            observation.text,
+            claim,
+            fact.text,
+            observation.similarity,
+            JOIN_SIMILARITY,
+        )
+        if relation.kind == "contradicts":
+            contradicted.append((observation, relation))
+        elif relation.kind == "supports" and supported is None:
+            supported = observation
+    return contradicted, supported
+
+
 class LocalConsolidator:
     def __init__(
         self,
@@ -117,6 +135,8 @@ class LocalConsolidator:
         as_of: datetime,
         tally: Tally | None = None,
         origin: Origin = "local",
+        *,
+        prefetch: bool = True,
     ) -> None:
         self._conn = conn
         self._bank = bank_id
@@ -124,45 +144,64 @@ class LocalConsolidator:
         self._as_of = as_of
         self.tally = tally or Tally()
         self._origin: Origin = origin
+        self._prefetch = prefetch
+        self._candidates = BatchCandidates(
+            conn,
+            bank_id,
+            [],
+            floor=CANDIDATE_FLOOR,
+            related_limit=RELATED_OBSERVATIONS,
+            peer_limit=PEER_FACTS,
+        )
 
     async def consolidate(self, facts: Sequence[PendingFact]) -> Tally:
-        """Consolidate `facts` in the order they happened, each marked as it is taken (so
-        the next ones meet it as a peer)."""
-        for fact in sorted(facts, key=lambda f: (f.event_at, f.created_at, f.id)):
-            await self._consolidate_one(fact)
-        return self.tally
-
-    async def _consolidate_one(self, fact: PendingFact) -> None:
-        claim = parse_claim(fact.text)
-        related = await related_observations(
+        """Consolidate `facts` in the order they happened, each taken in turn (so the next
+        ones meet it as a peer); all marked consolidated when done. Their candidates are read
+        for the whole batch at once (prefetch.py) unless `prefetch` is off (then one fact at
+        a time, as the per-fact queries return them)."""
+        ordered = sorted(facts, key=lambda f: (f.event_at, f.created_at, f.id))
+        claims = {f.id: parse_claim(f.text) for f in ordered}
+        self._candidates = BatchCandidates(
             self._conn,
             self._bank,
-            fact,
-            claim,
+            ordered,
             floor=CANDIDATE_FLOOR,
-            limit=RELATED_OBSERVATIONS,
-            mark=True,
+            related_limit=RELATED_OBSERVATIONS,
+            peer_limit=PEER_FACTS,
         )
-        contradicted: list[tuple[Neighbour, Relation]] = []
-        supported: Neighbour | None = None
-        for observation in related:
-            relation = relate(
-                observation.claim,
-                observation.text,
-                claim,
-                fact.text,
-                observation.similarity,
-                JOIN_SIMILARITY,
-            )
-            if relation.kind == "contradicts":
-                contradicted.append((observation, relation))
-            elif relation.kind == "supports" and supported is None:
-                supported = observation
+        if self._prefetch:
+            await self._candidates.read_related(ordered, claims)
+            # Peers are read for the facts that no observation settles as the batch starts;
+            # the batch may settle more of them (then their peers go unused) or fewer (then
+            # theirs are read at their turn, by the per-fact query).
+            unsettled = [
+                f
+                for f in ordered
+                if _judged(f, claims[f.id], self._candidates.as_read(f.id)) == ([], None)
+            ]
+            await self._candidates.read_peers(unsettled)
+        for fact in ordered:
+            self._candidates.take(fact)
+            await self._consolidate_one(fact, claims[fact.id])
+        await self._candidates.finish()
+        return self.tally
+
+    async def _add_evidence(self, observation_id: str, evidence: Sequence[Evidence]) -> None:
+        await add_evidence(self._conn, self._bank, observation_id, evidence)
+        self._candidates.used(e.fact_id for e in evidence)
+        self._candidates.wrote([observation_id])
+
+    async def _consolidate_one(self, fact: PendingFact, claim: Claim | None) -> None:
+        related = await self._candidates.related(fact, claim)
+        contradicted, supported = _judged(fact, claim, related)
         if contradicted:
             await self._revise(fact, claim, contradicted)
         elif supported is not None:
-            await add_evidence(self._conn, self._bank, supported.id, [Evidence(fact.id, fact.text)])
-            await refresh_observation(self._conn, self._bank, supported.id, self._as_of)
+            refreshed = await reinforce_observation(
+                self._conn, self._bank, supported.id, [Evidence(fact.id, fact.text)], self._as_of
+            )
+            self._candidates.used([fact.id])
+            self._candidates.reinforced(supported, fact.scope, refreshed)
             self.tally.reinforced += 1
         else:
             await self._from_peers(fact, claim)
@@ -177,13 +216,13 @@ class LocalConsolidator:
         if fact.event_at < target.event_at:
             # Older than the belief it disputes: recorded, the newer belief stands.
             evidence = Evidence(fact.id, fact.text, "contradicts")
-            await add_evidence(self._conn, self._bank, target.id, [evidence])
+            await self._add_evidence(target.id, [evidence])
             return
         text = revised_statement(target.text, fact.text, target.claim, claim)
         encoded = (await self._encode([text]))[0]
         revised = merged_claim(target.claim, claim)
         await supersede_evidence(self._conn, target.id)
-        await add_evidence(self._conn, self._bank, target.id, [Evidence(fact.id, fact.text)])
+        await self._add_evidence(target.id, [Evidence(fact.id, fact.text)])
         await rewrite_observation(
             self._conn,
             self._bank,
@@ -207,6 +246,7 @@ class LocalConsolidator:
                     stance="superseded",
                     as_of=self._as_of,
                 )
+                self._candidates.wrote([other.id])
                 self.tally.merged += 1
         await self._merge(
             Current(
@@ -221,9 +261,7 @@ class LocalConsolidator:
         )
 
     async def _from_peers(self, fact: PendingFact, claim: Claim | None) -> None:
-        peers = await peer_facts(
-            self._conn, self._bank, fact, floor=CANDIDATE_FLOOR, limit=PEER_FACTS
-        )
+        peers = await self._candidates.peers(fact)
         contradiction: tuple[Neighbour, Relation] | None = None
         supporters: list[Neighbour] = []
         for peer in peers:
@@ -250,6 +288,7 @@ class LocalConsolidator:
         text = revised_statement(old.text, new.text, old_claim, new_claim)
         encoded = (await self._encode([text]))[0]
         revised = merged_claim(old_claim, new_claim)
+        evidence = [Evidence(old.id, old.text, "superseded"), Evidence(new.id, new.text)]
         observation_id = await insert_observation(
             self._conn,
             self._bank,
@@ -258,7 +297,7 @@ class LocalConsolidator:
             encoded=encoded,
             claim=revised,
             origin=self._origin,
-            evidence=[Evidence(old.id, old.text, "superseded"), Evidence(new.id, new.text)],
+            evidence=evidence,
             as_of=self._as_of,
             prior=PriorVersion(
                 timeless(old.text),
@@ -266,6 +305,7 @@ class LocalConsolidator:
                 [new.id],
             ),
         )
+        self._candidates.used(e.fact_id for e in evidence)
         self.tally.created += 1
         await self._merge(
             Current(
@@ -291,6 +331,7 @@ class LocalConsolidator:
         else:
             encoded = (await self._encode([text]))[0]
         statement_claim = parse_claim(text) or claim
+        evidence = [Evidence(m.id, m.text) for m in members]
         observation_id = await insert_observation(
             self._conn,
             self._bank,
@@ -299,9 +340,10 @@ class LocalConsolidator:
             encoded=encoded,
             claim=statement_claim,
             origin=self._origin,
-            evidence=[Evidence(m.id, m.text) for m in members],
+            evidence=evidence,
             as_of=self._as_of,
         )
+        self._candidates.used(e.fact_id for e in evidence)
         self.tally.created += 1
         await self._merge(
             Current(
@@ -316,5 +358,6 @@ class LocalConsolidator:
         )
 
     async def _merge(self, current: Current) -> None:
-        _, absorbed = await merge_near_duplicates(self._conn, self._bank, current, self._as_of)
+        kept, absorbed = await merge_near_duplicates(self._conn, self._bank, current, self._as_of)
+        self._candidates.wrote([current.id, kept, *absorbed])
         self.tally.merged += len(absorbed)

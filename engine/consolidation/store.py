@@ -46,14 +46,19 @@ class PriorVersion:
     fact_ids: list[str]
 
 
-_INSERT_UNIT = """
-INSERT INTO memory_units (id, bank_id, fact_type, text, tags, proof_count, embedding,
-                          token_count, token_vectors, consolidated_at)
-VALUES ($1, $2, 'observation', $3, $4::text[], 0, $5, $6, $7, now())
-"""
-_INSERT_OBSERVATION = """
+# A new observation: its unit, BM25 terms and observations row in one round trip (the foreign
+# keys are checked at the end of the statement, when the unit is there).
+_INSERT_NEW = """
+WITH unit AS (
+    INSERT INTO memory_units (id, bank_id, fact_type, text, tags, proof_count, embedding,
+                              token_count, token_vectors, consolidated_at)
+    VALUES ($1, $2, 'observation', $3, $4::text[], 0, $5, $6, $7, now())
+), terms AS (
+    INSERT INTO memory_terms (bank_id, term, unit_id, tf)
+    SELECT $2, t.term, $1, t.tf FROM unnest($8::text[], $9::int[]) AS t(term, tf)
+)
 INSERT INTO observations (observation_id, bank_id, origin, version, claim)
-VALUES ($1, $2, $3, $4, $5)
+VALUES ($1, $2, $10, $11, $12)
 """
 _TERMS = """
 INSERT INTO memory_terms (bank_id, term, unit_id, tf)
@@ -91,25 +96,42 @@ _REWRITE_OBSERVATION = """
 UPDATE observations SET version = version + 1, claim = $2 WHERE observation_id = $1
 """
 _TOTAL_TERMS = "UPDATE bank_stats SET total_terms = total_terms + $2 WHERE bank_id = $1"
-# What follows from an observation's supporting evidence, in one statement (it was five round
-# trips a fact on the local path's reinforcement step): the unit's proof count, time range
-# and importance, and its entity links (the entities of its supporting facts: those no
-# supporting fact names any more dropped, new ones added). The sub-statements see the same
-# snapshot, including the evidence this transaction just wrote; they touch disjoint rows.
-# The evidence times come back for the freshness trend, which is computed in Python.
-_REFRESH = """
-WITH support AS (
+# New evidence and what follows from an observation's supporting evidence, in one statement
+# (it was seven round trips a fact on the local path's reinforcement step): the unit's proof
+# count, time range and importance, and its entity links (the entities of its supporting
+# facts: those no supporting fact names any more dropped, new ones added). The
+# sub-statements see the snapshot from before the insert, so the evidence afterwards is the
+# stored rows the insert did not touch plus what it returned (a refresh inserts nothing);
+# they touch disjoint rows. The evidence times come back for the freshness trend, which is
+# computed in Python.
+_REINFORCE = """
+WITH written AS (
+    INSERT INTO observation_evidence AS e (observation_id, fact_id, bank_id, quote, stance,
+                                           evidence_at)
+    SELECT $1, f.id, $2, n.quote, n.stance,
+           coalesce(f.occurred_start, f.mentioned_at, f.created_at)
+    FROM unnest($3::uuid[], $4::text[], $5::text[]) AS n(fact_id, quote, stance)
+    JOIN memory_units f ON f.id = n.fact_id AND f.bank_id = $2
+    ON CONFLICT (observation_id, fact_id)
+    DO UPDATE SET stance = EXCLUDED.stance, quote = EXCLUDED.quote
+    RETURNING e.fact_id, e.stance, e.evidence_at
+), evidence AS (
+    SELECT e.fact_id, e.stance, e.evidence_at FROM observation_evidence e
+    WHERE e.observation_id = $1 AND e.fact_id NOT IN (SELECT fact_id FROM written)
+    UNION ALL
+    SELECT fact_id, stance, evidence_at FROM written
+), support AS (
     SELECT count(*)::int AS n, min(f.occurred_start) AS occurred_start,
            max(coalesce(f.occurred_end, f.occurred_start)) AS occurred_end,
            max(f.mentioned_at) AS mentioned_at, max(f.importance) AS importance,
            coalesce(array_agg(e.evidence_at ORDER BY e.evidence_at)
                     FILTER (WHERE e.evidence_at IS NOT NULL), '{}') AS times
-    FROM observation_evidence e JOIN memory_units f ON f.id = e.fact_id
-    WHERE e.observation_id = $1 AND e.stance = 'supports'
+    FROM evidence e JOIN memory_units f ON f.id = e.fact_id
+    WHERE e.stance = 'supports'
 ), named AS (
-    SELECT DISTINCT fe.entity_id FROM observation_evidence e
+    SELECT DISTINCT fe.entity_id FROM evidence e
     JOIN unit_entities fe ON fe.unit_id = e.fact_id
-    WHERE e.observation_id = $1 AND e.stance = 'supports'
+    WHERE e.stance = 'supports'
 ), unit AS (
     UPDATE memory_units u SET proof_count = s.n, occurred_start = s.occurred_start,
                               occurred_end = s.occurred_end, mentioned_at = s.mentioned_at,
@@ -127,7 +149,7 @@ WITH support AS (
     SELECT $1::uuid, entity_id, $2 FROM named
     ON CONFLICT DO NOTHING
 )
-SELECT n, times FROM support
+SELECT n, times, array(SELECT entity_id::text FROM named ORDER BY 1) AS entity_ids FROM support
 """
 _REFRESH_OBSERVATION = """
 UPDATE observations SET first_evidence_at = $2, last_evidence_at = $3, trend = $4
@@ -194,8 +216,9 @@ async def insert_observation(
     """A new observation with its evidence; `prior` records the belief it replaces."""
     observation_id = str(uuid.uuid4())
     tf, length = term_frequencies(text)
+    version = 1 if prior is None else 2
     await conn.execute(
-        _INSERT_UNIT,
+        _INSERT_NEW,
         observation_id,
         bank_id,
         text,
@@ -203,13 +226,8 @@ async def insert_observation(
         Vector(encoded.embedding),
         length,
         encoded.token_vectors,
-    )
-    await conn.execute(_TERMS, bank_id, observation_id, list(tf), list(tf.values()))
-    version = 1 if prior is None else 2
-    await conn.execute(
-        _INSERT_OBSERVATION,
-        observation_id,
-        bank_id,
+        list(tf),
+        list(tf.values()),
         origin,
         version,
         claim.to_json() if claim else None,
@@ -226,8 +244,7 @@ async def insert_observation(
             prior.reason,
             prior.fact_ids,
         )
-    await add_evidence(conn, bank_id, observation_id, evidence)
-    await refresh_observation(conn, bank_id, observation_id, as_of)
+    await reinforce_observation(conn, bank_id, observation_id, evidence, as_of)
     return observation_id
 
 
@@ -368,10 +385,37 @@ async def refresh_observation(
 ) -> int:
     """Recompute what follows from the supporting evidence (proof count, time range,
     freshness, entity links); returns the proof count."""
-    support = await conn.fetchrow(_REFRESH, observation_id, bank_id)
+    refreshed = await reinforce_observation(conn, bank_id, observation_id, [], as_of)
+    return refreshed.proof_count
+
+
+@dataclass(frozen=True)
+class Refreshed:
+    """What an observation's supporting evidence is after a write."""
+
+    proof_count: int
+    evidence_at: list[datetime]  # oldest first
+    entity_ids: list[str]  # the entities its supporting facts name
+
+
+async def reinforce_observation(
+    conn: Connection,
+    bank_id: str,
+    observation_id: str,
+    evidence: Sequence[Evidence],
+    as_of: datetime,
+) -> Refreshed:
+    """`add_evidence` then `refresh_observation`, in two statements."""
+    support = await conn.fetchrow(
+        _REINFORCE,
+        observation_id,
+        bank_id,
+        [e.fact_id for e in evidence],
+        [e.quote for e in evidence],
+        [e.stance for e in evidence],
+    )
     assert support is not None
     times: list[datetime] = list(support["times"])
-    count = int(support["n"])
     await conn.execute(
         _REFRESH_OBSERVATION,
         observation_id,
@@ -379,7 +423,7 @@ async def refresh_observation(
         times[-1] if times else None,
         freshness_trend(times, as_of),
     )
-    return count
+    return Refreshed(int(support["n"]), times, list(support["entity_ids"]))
 
 
 async def mark_consolidated(conn: Connection, fact_ids: Sequence[str]) -> None:

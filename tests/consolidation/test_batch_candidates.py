@@ -1,0 +1,106 @@
+"""A local batch reads its facts' candidates at once (prefetch.py) and applies what the batch
+itself writes on top: it makes the same observations, with the same evidence, as reading them
+one fact at a time, in fewer statements."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
+from typing import Any
+
+import httpx
+from asyncpg.connection import LoggedQuery
+from consolidation_support import configure, retain
+
+from engine.consolidation.candidates import pending_facts
+from engine.consolidation.encode import text_encoder
+from engine.consolidation.local import LocalConsolidator, Tally
+from engine.db import Connection, Pool
+from engine.embedding import Embedder
+
+LINES = [
+    ("Marco", "I play tennis every weekend."),
+    ("Lena", "I am learning Spanish."),
+    ("Marco", "I play tennis on Saturdays."),
+    ("Sam", "I have two kids."),
+    ("Lena", "I am studying Spanish in the evenings."),
+    ("Marco", "I live in Berlin."),
+    ("Sam", "I have three kids."),
+    ("Lena", "I prefer tea in the morning."),
+    ("Marco", "I play tennis every Saturday morning."),
+    ("Marco", "I live in Berlin with my wife."),
+    ("Lena", "I am learning Spanish every evening."),
+    ("Sam", "I have three kids now."),
+    ("Lena", "I prefer coffee in the morning."),
+    ("Marco", "I moved to Paris."),
+    ("Marco", "I live in Paris now."),
+    ("Lena", "I prefer coffee in the morning now."),
+    ("Sam", "I have three kids and a dog."),
+    ("Marco", "I play tennis every weekend with Lena."),
+]
+_OBSERVATIONS = """
+SELECT m.text, m.proof_count, o.version, o.claim,
+       array(SELECT e.fact_id::text || ':' || e.stance FROM observation_evidence e
+             WHERE e.observation_id = m.id ORDER BY 1) AS evidence
+FROM memory_units m JOIN observations o ON o.observation_id = m.id
+WHERE m.bank_id = $1
+ORDER BY m.text
+"""
+_MARKED = """
+SELECT count(*) FROM memory_units
+WHERE bank_id = $1 AND fact_type <> 'observation' AND consolidated_at IS NOT NULL
+"""
+
+
+async def _consolidate(
+    conn: Connection, bank_id: str, encoder: Any, *, prefetch: bool
+) -> tuple[Tally, list[tuple[Any, ...]], int, int]:
+    """The whole backlog in batches of 7, rolled back: what it made, and its statements (the
+    later batches meet observations the earlier ones made)."""
+    statements: list[str] = []
+
+    def log(query: LoggedQuery) -> None:
+        statements.append(query.query)
+
+    transaction = conn.transaction()
+    await transaction.start()
+    try:
+        tally = Tally()
+        conn.add_query_logger(log)
+        while facts := await pending_facts(conn, bank_id, 7, lock=True):
+            as_of = max(f.event_at for f in facts)
+            consolidator = LocalConsolidator(
+                conn, bank_id, encoder, as_of, tally, prefetch=prefetch
+            )
+            await consolidator.consolidate(facts)
+        conn.remove_query_logger(log)
+        made = [tuple(r) for r in await conn.fetch(_OBSERVATIONS, bank_id)]
+        marked = int(await conn.fetchval(_MARKED, bank_id))
+    finally:
+        await transaction.rollback()
+    return tally, made, len(statements), marked
+
+
+async def test_a_batch_read_at_once_makes_what_one_fact_at_a_time_makes(
+    api: httpx.AsyncClient, pool: Pool, bank_id: str, embedder: Embedder, cpu: ThreadPoolExecutor
+) -> None:
+    await configure(api, bank_id, enable_observations=False)
+    start = datetime(2024, 3, 1, 10, tzinfo=UTC)
+    items = [
+        {"content": f"{who}: {line}", "timestamp": start.replace(day=1 + n).isoformat()}
+        for n, (who, line) in enumerate(LINES)
+    ]
+    ids = await retain(api, bank_id, items)
+    assert len(ids) >= len(LINES)
+    encoder = text_encoder(embedder, cpu)
+    async with pool.acquire() as conn:
+        one_by_one = await _consolidate(conn, bank_id, encoder, prefetch=False)
+        at_once = await _consolidate(conn, bank_id, encoder, prefetch=True)
+    tally, made, statements, marked = one_by_one
+    # The batch meets what it wrote itself: observations made, grown and revised in it.
+    assert tally.created >= 2 and tally.reinforced + tally.updated >= 2, tally
+    assert marked == len(ids)
+    assert at_once[0] == tally
+    assert at_once[1] == made
+    assert at_once[3] == marked
+    assert at_once[2] < statements
