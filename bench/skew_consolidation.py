@@ -23,8 +23,14 @@ from worker.main import CPU_THREADS
 
 _RESET_OBSERVATIONS = (
     "DELETE FROM memory_units WHERE bank_id = $1 AND fact_type = 'observation'",
-    "UPDATE memory_units SET consolidated_at = NULL WHERE bank_id = $1",
+    # only rows that were consolidated: each update writes every index of the row (HNSW too),
+    # and the whole 100,000-fact bank outlasted the pool's statement timeout
+    "UPDATE memory_units SET consolidated_at = NULL"
+    " WHERE bank_id = $1 AND consolidated_at IS NOT NULL",
     "UPDATE banks SET config = config || '{\"enable_observations\": true}' WHERE bank_id = $1",
+    # a kept home's earlier run recorded its batches under the same operation id: they would
+    # answer the first batches of this run without consolidating anything
+    "DELETE FROM consolidation_batches WHERE bank_id = $1",
 )
 
 # Facts the consolidation backlog counts: stored, not observations, not yet consolidated.
