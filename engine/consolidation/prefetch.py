@@ -14,7 +14,10 @@ What the batch itself changes is applied on top, so each fact sees what the per-
 - a fact that became evidence is no peer any more.
 Each list is read with a margin over its limit; when what the batch removed leaves fewer rows
 than the limit from a list that was cut at its margin, that fact's candidates are read again
-by the per-fact query, as are those of a fact without entities.
+by the per-fact query. So are the peers of a fact without entities, and of a fact that an
+observation settled as the batch started but not at its turn (peers are only read ahead for
+the others). tests/consolidation/test_batch_candidates.py checks that both ways make the
+same observations.
 """
 
 from __future__ import annotations
