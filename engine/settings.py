@@ -146,6 +146,9 @@ class Settings:
     recall_mmr_lambda: float = 0.699
     # Token vectors of recently reranked facts kept in memory (engine/recall/token_cache.py).
     recall_token_cache_mb: int = 256
+    # Banks' graphs kept in the server's memory for the graph arm (engine/recall/graph_cache.py;
+    # ~1 kB a fact, a bank over it stays on the SQL path; 0: off).
+    recall_graph_cache_mb: int = 256
     security: SecuritySettings = field(default_factory=SecuritySettings)
     max_in_flight: int = DEFAULT_MAX_IN_FLIGHT
 
@@ -217,6 +220,7 @@ class Settings:
             recall_reranker=env.get("ENGRAM_RERANKER", "maxsim"),
             recall_mmr_lambda=_float(env, "ENGRAM_RECALL_MMR_LAMBDA", 0.699),
             recall_token_cache_mb=_int(env, "ENGRAM_RECALL_TOKEN_CACHE_MB", 256),
+            recall_graph_cache_mb=_int(env, "ENGRAM_RECALL_GRAPH_CACHE_MB", 256),
             security=SecuritySettings.from_env(env),
             max_in_flight=max_in_flight,
         )

@@ -31,6 +31,9 @@ class Services:
     temporal: Client
     embedder: Embedder
     cpu: ThreadPoolExecutor
+    # Keep banks' graphs in memory (engine/recall/graph_cache.py): the server's processes do
+    # (`open_services`, which closes it); services built by hand (tests) walk in SQL.
+    graph_cache: bool = False
     # Built with the services, not on the first request, so no recall pays for it.
     recall: RecallEngine = field(init=False)
     # The facts recall returned, flushed as reinforcement by `open_services`' task.
@@ -39,7 +42,12 @@ class Services:
     def __post_init__(self) -> None:
         self.access = AccessBuffer(self.pool)
         self.recall = RecallEngine.from_settings(
-            self.settings, self.pool, self.embedder, self.cpu, access=self.access
+            self.settings,
+            self.pool,
+            self.embedder,
+            self.cpu,
+            access=self.access,
+            graph_cache=self.graph_cache,
         )
 
 
@@ -58,8 +66,10 @@ async def open_services(settings: Settings) -> AsyncIterator[Services]:
             namespace=settings.temporal_namespace,
             data_converter=converter_for(settings),
         )
-        services = Services(settings, pool, temporal, embedder, cpu)
+        services = Services(settings, pool, temporal, embedder, cpu, graph_cache=True)
         embedder.on_swap(services.recall.token_cache.clear)
+        if services.recall.graph_cache is not None:
+            embedder.on_swap(services.recall.graph_cache.clear)
         tasks = [
             asyncio.create_task(services.access.run(), name="engram-access-flush"),
             asyncio.create_task(embedder.watch(pool), name="engram-embedding-watch"),
@@ -72,6 +82,7 @@ async def open_services(settings: Settings) -> AsyncIterator[Services]:
             for task in tasks:
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
+            await services.recall.close()
     finally:
         cpu.shutdown(wait=False, cancel_futures=True)
         await pool.close()

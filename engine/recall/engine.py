@@ -30,9 +30,10 @@ from engine.recall.candidates import (
     fetch_evidence,
     fetch_rows,
 )
-from engine.recall.config import RecallConfig
+from engine.recall.config import BUDGETS, RecallConfig
 from engine.recall.fusion import fuse_rrf, seeds_of, shortlist
 from engine.recall.graph import GraphWalk, graph_work
+from engine.recall.graph_cache import GraphCache
 from engine.recall.keyword import keyword_arm
 from engine.recall.lifecycle import is_current, visible_as_of
 from engine.recall.mmr import mmr_order
@@ -85,8 +86,11 @@ class RecallEngine:
         bm25: BM25Params | None = None,
         token_cache: TokenVectorCache | None = None,
         access: AccessBuffer | None = None,
+        graph_cache: GraphCache | None = None,
     ) -> None:
         self._pool = pool
+        # Banks' graphs in memory, so the walk sends no statement (None: always SQL).
+        self._graph_cache = graph_cache
         self._embedder = embedder
         self._cpu = cpu
         self._reranker = reranker
@@ -108,15 +112,31 @@ class RecallEngine:
         embedder: Embedder,
         cpu: Executor,
         access: AccessBuffer | None = None,
+        graph_cache: bool = False,
     ) -> RecallEngine:
         """The process's recall engine as configured (the reranker may load a model): the
-        server's, and the worker's for reflect's tools."""
+        server's, and the worker's for reflect's tools. `graph_cache`: keep banks' graphs
+        in memory (the server; its owner closes it, `close`)."""
         config = RecallConfig(mmr_lambda=settings.recall_mmr_lambda)
         reranker = load_reranker(
             settings.recall_reranker, embedder.dimension, config.context_weight
         )
         cache = TokenVectorCache(settings.recall_token_cache_mb * 2**20)
-        return cls(pool, embedder, cpu, reranker, config, token_cache=cache, access=access)
+        graphs = (
+            graph_cache_for(config, pool, cpu, settings.recall_graph_cache_mb * 2**20)
+            if graph_cache and settings.recall_graph_cache_mb > 0
+            else None
+        )
+        return cls(
+            pool,
+            embedder,
+            cpu,
+            reranker,
+            config,
+            token_cache=cache,
+            access=access,
+            graph_cache=graphs,
+        )
 
     @property
     def config(self) -> RecallConfig:
@@ -125,6 +145,15 @@ class RecallEngine:
     @property
     def token_cache(self) -> TokenVectorCache:
         return self._token_cache
+
+    @property
+    def graph_cache(self) -> GraphCache | None:
+        return self._graph_cache
+
+    async def close(self) -> None:
+        """Stop reading banks' graphs in the background."""
+        if self._graph_cache is not None:
+            await self._graph_cache.close()
 
     @property
     def reranker_name(self) -> str:
@@ -305,10 +334,21 @@ class RecallEngine:
         if config.weights.get("graph", 0.0) <= 0:
             return ArmResult("graph", [], 0.0, "weighted 0")
         loop = asyncio.get_running_loop()
+        cache = self._graph_cache
+        # Whether the bank's graph in memory is still exact: one index probe beside the
+        # query's embedding.
+        fresh = asyncio.ensure_future(cache.fresh(request.bank_id)) if cache else None
         keys = await loop.run_in_executor(self._cpu, name_keys, request.query)
         vectors = await vector_task
+        graph = await fresh if fresh is not None else None
         profile = config.budget(request.budget)
-        walk = GraphWalk(self._pool, request, vectors.vector, graph_work(config, profile))
+        walk = GraphWalk(
+            self._pool,
+            request,
+            vectors.vector,
+            graph_work(config, profile),
+            (graph, self._cpu) if graph is not None else None,
+        )
         async with asyncio.TaskGroup() as group:
             group.create_task(walk.from_names(keys))
             arms = [await task for task in sources]
@@ -474,6 +514,18 @@ async def _sources_of(
         rows, lambda r: estimate_tokens(r.text), request.source_facts_max_tokens
     )
     return evidence, fitted, len(fitted) < len(rows)
+
+
+def graph_cache_for(config: RecallConfig, pool: Pool, cpu: Executor, capacity: int) -> GraphCache:
+    """A graph cache holding what `config`'s walks read (the widest budget's fanout)."""
+    return GraphCache(
+        pool,
+        cpu,
+        capacity,
+        max_fanout=max(config.budget(name).graph_fanout for name in BUDGETS),
+        max_entity_mentions=config.max_entity_mentions,
+        max_term_df=config.graph_max_term_df,
+    )
 
 
 def _fit_chunks(chunks: list[tuple[str, str, int]], max_tokens: int) -> list[ChunkText]:

@@ -52,69 +52,22 @@ memory_units reads and 110-160 ms per query.)
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Mapping, Sequence, Set
-from dataclasses import dataclass
+from concurrent.futures import Executor
 
 import asyncpg
 from pgvector import Vector
 
 from engine.db import Pool
-from engine.recall.config import BudgetProfile, RecallConfig
 from engine.recall.filters import filter_args, visible_states
+from engine.recall.graph_memory import BankGraph
 from engine.recall.graph_sql import hop_sql, named_sql
+from engine.recall.graph_types import GraphWork, Step, graph_work
 from engine.recall.types import ArmHit, ArmResult, FloatVector, RecallRequest
 
-
-@dataclass(frozen=True)
-class GraphWork:
-    """How far and how wide one walk may go."""
-
-    hops: int
-    seed_hops: int
-    frontier: int
-    fanout: int
-    type_weights: Mapping[str, float]
-    similarity_weight: float
-    named_weight: float
-    max_entity_mentions: int
-    max_entities: int
-    entity_scan: int
-    max_terms: int
-    max_term_df: int
-    term_scan: int
-    walk_kinds: frozenset[str]
-
-
-def graph_work(config: RecallConfig, profile: BudgetProfile) -> GraphWork:
-    return GraphWork(
-        hops=profile.graph_hops,
-        seed_hops=profile.graph_seed_hops,
-        frontier=profile.graph_frontier,
-        fanout=profile.graph_fanout,
-        type_weights=config.link_type_weights,
-        similarity_weight=config.graph_similarity_weight,
-        named_weight=config.graph_named_weight,
-        max_entity_mentions=config.max_entity_mentions,
-        max_entities=config.graph_max_entities,
-        entity_scan=config.graph_entity_scan,
-        max_terms=config.graph_max_terms,
-        max_term_df=config.graph_max_term_df,
-        term_scan=config.graph_term_scan,
-        walk_kinds=config.graph_walk_kinds,
-    )
-
-
-@dataclass(frozen=True)
-class Step:
-    """A fact reached: from `source` (None: a query-named entity) along `label`."""
-
-    unit_id: str
-    source: str | None
-    label: str
-    kind: str
-    strength: float
-    similarity: float
+__all__ = ["GraphWalk", "GraphWork", "Step", "graph_work", "named_steps"]
 
 
 def _steps(records: Sequence[asyncpg.Record]) -> list[Step]:
@@ -154,12 +107,19 @@ async def named_steps(
 class GraphWalk:
     """One recall's walk: strength, similarity and best path of every fact reached. Two
     walks share it, one from the query's entities (started beside the other arms) and one
-    from the other arms' seeds."""
+    from the other arms' seeds. With the bank's graph in memory (engine/recall/graph_cache.py)
+    the hops are computed in the thread pool, with no statement."""
 
     def __init__(
-        self, pool: Pool, request: RecallRequest, vector: FloatVector, work: GraphWork
+        self,
+        pool: Pool,
+        request: RecallRequest,
+        vector: FloatVector,
+        work: GraphWork,
+        cached: tuple[BankGraph, Executor] | None = None,
     ) -> None:
         self._pool = pool
+        self._cached = cached
         self._request = request
         self._vector = vector
         self._query = Vector(vector)
@@ -172,7 +132,13 @@ class GraphWalk:
         self._reached: dict[str, list[int]] = {}
 
     async def from_names(self, keys: Sequence[str]) -> None:
-        named = await named_steps(self._pool, self._request, self._vector, keys, self.work)
+        if self._cached is None:
+            named = await named_steps(self._pool, self._request, self._vector, keys, self.work)
+        else:
+            graph, cpu = self._cached
+            named = await asyncio.get_running_loop().run_in_executor(
+                cpu, graph.named, self._request, self._vector, keys, self.work
+            )
         self._names = sorted({s.label.removeprefix("entity:") for s in named})
         frontier = self._next(self._absorb(named), frozenset())
         await self._walk("named", frontier, self.work.hops)
@@ -203,10 +169,18 @@ class GraphWalk:
         for _ in range(hops):
             if not frontier:
                 return
-            steps = await _hop(self._pool, self._request, self._query, frontier, visited, self.work)
+            steps = await self._hop(frontier, visited)
             counts.append(len(steps))
             frontier = self._next(self._absorb(steps), visited)
             visited |= frontier.keys()
+
+    async def _hop(self, frontier: dict[str, float], visited: Set[str]) -> list[Step]:
+        if self._cached is None:
+            return await _hop(self._pool, self._request, self._query, frontier, visited, self.work)
+        graph, cpu = self._cached
+        return await asyncio.get_running_loop().run_in_executor(
+            cpu, graph.hop, self._request, self._vector, frontier, frozenset(visited), self.work
+        )
 
     def _factor(self, unit_id: str) -> float:
         beta = self.work.similarity_weight

@@ -1,0 +1,300 @@
+"""Per-bank graphs in memory, so the graph arm's walk sends no statement (graph_memory.py).
+
+Exact, not eventually: a bank's graph is read in one REPEATABLE READ transaction and keeps
+that transaction's snapshot. Every write that changes what the walk reads (facts inserted or
+deleted, a fact's state, tags, type or embedding, links, entity mentions, index terms, the
+bank's statistics) adds its transaction to `bank_changes` (migration 0031), and each recall
+asks, in one index probe run while the query is embedded, whether a transaction the snapshot
+did not see has changed the bank. If one has, the graph is dropped on the spot (that recall
+walks in SQL, as before) and read again in the background. So an erased, deleted, archived
+or superseded fact is never walked once its transaction has committed before the recall
+starts, the same as the SQL path, whose statements also read whatever had committed by then;
+several server processes each keep and check their own copy.
+
+Bounded: the graphs of all banks together stay under `capacity` bytes (least recently used
+bank dropped first); a bank whose estimated size is over it is not read at all and keeps the
+SQL path. Measured at 100k facts: ~1.0 kB a fact (docs/benchmarks.md "Tenth pass"), most of
+it the 384 float16 dimensions of each embedding (768 B).
+
+A bank that is written continuously is re-read after every change it sees and walked in SQL
+meanwhile: the cache helps banks that are read more than written, the common case for a
+memory whose writes arrive in bursts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import OrderedDict
+from collections.abc import Sequence
+from concurrent.futures import Executor
+
+import asyncpg
+import numpy as np
+
+from engine.db import Pool
+from engine.recall.graph_memory import (
+    LINK_TYPES,
+    STATES,
+    BankGraph,
+    Entities,
+    Facts,
+    Links,
+    Snapshot,
+    Terms,
+    csr_of,
+    invert,
+)
+from engine.recall.types import FACT_TYPES
+
+log = logging.getLogger(__name__)
+
+# Estimated bytes a fact costs before a bank is read (measured after: BankGraph.nbytes).
+BYTES_PER_FACT = 1100
+# A bank too large for the capacity is looked at again after this long (it may have shrunk).
+RETRY_TOO_LARGE_S = 600.0
+
+_CHANGED = """
+SELECT EXISTS (SELECT 1 FROM bank_changes WHERE bank_id = $1 AND xid >= $2::text::xid8
+               AND NOT pg_visible_in_snapshot(xid, $3::text::pg_snapshot))
+"""
+
+_HEAD = """
+SELECT pg_current_snapshot()::text AS snapshot,
+       pg_snapshot_xmin(pg_current_snapshot())::text AS xmin,
+       coalesce((SELECT unit_count FROM bank_stats WHERE bank_id = $1), 0)::float8 AS n,
+       (SELECT count(*) FROM memory_units WHERE bank_id = $1) AS facts
+"""
+
+_FACTS = """
+SELECT id::text AS id, fact_type, state, tags, halfvec_send(embedding) AS embedding
+FROM memory_units WHERE bank_id = $1 ORDER BY id
+"""
+
+# Facts numbered in id order, as _FACTS returns them (same snapshot).
+_NUMBERED = """
+u AS (SELECT id, (row_number() OVER (ORDER BY id) - 1)::int AS i
+      FROM memory_units WHERE bank_id = $1)
+"""
+
+_LINKS = f"""
+WITH {_NUMBERED},
+e AS (SELECT from_unit AS a, to_unit AS b, link_type, weight FROM memory_links WHERE bank_id = $1
+      UNION ALL
+      SELECT to_unit, from_unit, link_type, weight FROM memory_links WHERE bank_id = $1),
+r AS (SELECT ua.i AS a, ub.i AS b, e.weight,
+             array_position($3::text[], e.link_type)::int - 1 AS kind,
+             row_number() OVER (PARTITION BY ua.i ORDER BY e.weight DESC, e.b) AS k
+      FROM e JOIN u ua ON ua.id = e.a JOIN u ub ON ub.id = e.b)
+SELECT a, array_agg(b ORDER BY k) AS other, array_agg(weight ORDER BY k) AS weight,
+       array_agg(kind ORDER BY k) AS kind
+FROM r WHERE k <= $2 GROUP BY a
+"""
+
+_ENTITIES = f"""
+WITH {_NUMBERED},
+p AS (SELECT ue.entity_id, array_agg(u.i ORDER BY u.i) AS units
+      FROM unit_entities ue JOIN u ON u.id = ue.unit_id
+      WHERE ue.bank_id = $1 GROUP BY ue.entity_id)
+SELECT e.id::text AS id, e.canonical_name, e.normalized_name, e.aliases_normalized,
+       e.mention_count, CASE WHEN e.mention_count <= $2 THEN p.units END AS units
+FROM entities e LEFT JOIN p ON p.entity_id = e.id
+WHERE e.bank_id = $1 ORDER BY e.id
+"""
+
+_TERMS = f"""
+WITH {_NUMBERED},
+st AS (SELECT term, df, (row_number() OVER (ORDER BY term))::int AS r FROM bank_term_stats
+       WHERE bank_id = $1 AND df BETWEEN 2 AND $2 AND term !~ '^[0-9]+$')
+SELECT st.term, st.df, st.r, array_agg(u.i ORDER BY u.i) AS units
+FROM st JOIN memory_terms t ON t.bank_id = $1 AND t.term = st.term
+JOIN u ON u.id = t.unit_id
+GROUP BY st.term, st.df, st.r
+"""
+
+
+class GraphCache:
+    """The process's cached bank graphs (engine/recall/engine.py asks `fresh` per recall)."""
+
+    def __init__(
+        self,
+        pool: Pool,
+        cpu: Executor,
+        capacity: int,
+        *,
+        max_fanout: int,
+        max_entity_mentions: int,
+        max_term_df: int,
+    ) -> None:
+        self._pool = pool
+        self._cpu = cpu
+        self.capacity = capacity
+        self._max_fanout = max_fanout
+        self._max_entity_mentions = max_entity_mentions
+        self._max_term_df = max_term_df
+        self._graphs: OrderedDict[str, BankGraph] = OrderedDict()
+        self._too_large: dict[str, float] = {}
+        self._reading: dict[str, asyncio.Task[BankGraph | None]] = {}
+
+    @property
+    def nbytes(self) -> int:
+        return sum(g.nbytes for g in self._graphs.values())
+
+    def banks(self) -> list[str]:
+        return list(self._graphs)
+
+    async def fresh(self, bank_id: str) -> BankGraph | None:
+        """The bank's graph if no write has changed it since it was read; otherwise None
+        (walk in SQL), and the bank is read again in the background."""
+        graph = self._graphs.get(bank_id)
+        if graph is not None:
+            async with self._pool.acquire() as conn:
+                changed = await conn.fetchval(
+                    _CHANGED, bank_id, graph.read.xmin, graph.read.snapshot
+                )
+            if not changed:
+                self._graphs.move_to_end(bank_id)
+                return graph
+            if self._graphs.get(bank_id) is graph:
+                del self._graphs[bank_id]
+        self._read_later(bank_id)
+        return None
+
+    async def read(self, bank_id: str) -> BankGraph | None:
+        """Read the bank's graph now and keep it (None: over the capacity)."""
+        too_large = self._too_large.get(bank_id)
+        if too_large is not None and time.monotonic() - too_large < RETRY_TOO_LARGE_S:
+            return None
+        graph = await self._load(bank_id)
+        if graph is None or graph.nbytes > self.capacity:
+            self._too_large[bank_id] = time.monotonic()
+            return None
+        self._too_large.pop(bank_id, None)
+        self._graphs[bank_id] = graph
+        self._graphs.move_to_end(bank_id)
+        while self.nbytes > self.capacity:
+            self._graphs.popitem(last=False)
+        return graph
+
+    def clear(self) -> None:
+        self._graphs.clear()
+
+    async def close(self) -> None:
+        tasks = list(self._reading.values())
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    def _read_later(self, bank_id: str) -> None:
+        if bank_id in self._reading or self.capacity <= 0:
+            return
+        task = asyncio.create_task(self.read(bank_id), name=f"engram-graph-{bank_id}")
+        self._reading[bank_id] = task
+        task.add_done_callback(lambda done: self._read_done(bank_id, done))
+
+    def _read_done(self, bank_id: str, task: asyncio.Task[BankGraph | None]) -> None:
+        self._reading.pop(bank_id, None)
+        if task.cancelled():
+            return
+        error = task.exception()
+        if error is not None:
+            log.error("reading bank %s's graph failed: walked in SQL", bank_id, exc_info=error)
+
+    async def _load(self, bank_id: str) -> BankGraph | None:
+        async with (
+            self._pool.acquire() as conn,
+            conn.transaction(isolation="repeatable_read", readonly=True),
+        ):
+            head = await conn.fetchrow(_HEAD, bank_id)
+            assert head is not None  # one row, always
+            if head["facts"] * BYTES_PER_FACT > self.capacity:
+                return None
+            facts = await conn.fetch(_FACTS, bank_id)
+            links = await conn.fetch(_LINKS, bank_id, self._max_fanout, list(LINK_TYPES))
+            entities = await conn.fetch(_ENTITIES, bank_id, self._max_entity_mentions)
+            terms = await conn.fetch(_TERMS, bank_id, self._max_term_df)
+        read = Snapshot(head["snapshot"], head["xmin"], float(head["n"]))
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(
+            self._cpu, _build, bank_id, read, facts, links, entities, terms
+        )
+
+
+def _build(
+    bank_id: str,
+    read: Snapshot,
+    fact_rows: Sequence[asyncpg.Record],
+    link_rows: Sequence[asyncpg.Record],
+    entity_rows: Sequence[asyncpg.Record],
+    term_rows: Sequence[asyncpg.Record],
+) -> BankGraph:
+    """The arrays of graph_memory.py from the rows read (CPU: the thread pool)."""
+    ids = [r["id"] for r in fact_rows]
+    size = len(ids)
+    blob = b"".join(r["embedding"][4:] for r in fact_rows)
+    dimension = len(fact_rows[0]["embedding"][4:]) // 2 if fact_rows else 0
+    embeddings = np.frombuffer(blob, dtype=">f2").astype(np.float16).reshape(size, dimension)
+    as32 = embeddings.astype(np.float32)
+    facts = Facts(
+        ids=ids,
+        index={u: i for i, u in enumerate(ids)},
+        embeddings=embeddings,
+        squares=np.einsum("ij,ij->i", as32, as32).astype(np.float32),
+        types=np.array([FACT_TYPES.index(r["fact_type"]) for r in fact_rows], dtype=np.int8),
+        states=np.array([STATES.index(r["state"]) for r in fact_rows], dtype=np.int8),
+        tags={i: frozenset(r["tags"]) for i, r in enumerate(fact_rows) if r["tags"]},
+    )
+    del as32
+    by_fact: list[list[int]] = [[] for _ in range(size)]
+    weights: list[list[float]] = [[] for _ in range(size)]
+    kinds: list[list[int]] = [[] for _ in range(size)]
+    for r in link_rows:
+        by_fact[r["a"]], weights[r["a"]], kinds[r["a"]] = r["other"], r["weight"], r["kind"]
+    other = csr_of(by_fact)
+    links = Links(
+        starts=other.starts,
+        other=other.values,
+        weight=np.fromiter((w for ws in weights for w in ws), dtype=np.float32),
+        kind=np.fromiter((k for ks in kinds for k in ks), dtype=np.int8),
+    )
+    by_name: dict[str, list[int]] = {}
+    for e, r in enumerate(entity_rows):
+        for key in {r["normalized_name"], *r["aliases_normalized"]}:
+            by_name.setdefault(key, []).append(e)
+    entity_units = csr_of([r["units"] or [] for r in entity_rows])
+    entities = Entities(
+        ids=[r["id"] for r in entity_rows],
+        names=[r["canonical_name"] for r in entity_rows],
+        mentions=np.array([r["mention_count"] for r in entity_rows], dtype=np.int32),
+        order=np.arange(len(entity_rows), dtype=np.int32),
+        units=entity_units,
+        of_fact=invert(entity_units, size),
+        by_name={k: tuple(v) for k, v in by_name.items()},
+    )
+    term_units = csr_of([r["units"] for r in term_rows])
+    terms = Terms(
+        names=[r["term"] for r in term_rows],
+        df=np.array([r["df"] for r in term_rows], dtype=np.int32),
+        collation=np.array([r["r"] for r in term_rows], dtype=np.int32),
+        units=term_units,
+        of_fact=invert(term_units, size),
+    )
+    nbytes = (
+        embeddings.nbytes
+        + facts.squares.nbytes
+        + 2 * size
+        # ids: a 36-character str (~85 B) and its dict entry (~100 B) per fact
+        + 185 * size
+        + links.starts.nbytes
+        + links.other.nbytes
+        + links.weight.nbytes
+        + links.kind.nbytes
+        + entity_units.nbytes
+        + entities.of_fact.nbytes
+        + term_units.nbytes
+        + terms.of_fact.nbytes
+        # names and ids of entities and terms, ~150 B each
+        + 150 * (len(entity_rows) + len(term_rows))
+    )
+    return BankGraph(bank_id, read, facts, links, entities, terms, nbytes)

@@ -1,0 +1,328 @@
+"""A bank's graph in memory: the graph arm's hops computed in Python, with no statement.
+
+The same edges, limits, orders and scores as the statements of engine/recall/graph_sql.py,
+over arrays read once per bank (engine/recall/graph_cache.py):
+- facts in id order (index i is the i-th id, so "ORDER BY unit_id" is ascending index), their
+  embedding (halfvec, so float16 exactly as stored), type, lifecycle state and tags;
+- per fact its links, both directions merged, heaviest first (ties by the other fact's id),
+  cut to the largest fanout a budget uses (a hop reads the first `fanout` of them);
+- entities (id order) with their mention count, names and aliases, and their facts by id;
+- the bank's walkable terms (document frequency 2 ..`max_term_df`, not a number) with their
+  rank in the database's collation (a hop breaks ties by term text as PostgreSQL sorts it).
+
+Similarity is pgvector's halfvec cosine (float32 sums of float16 values, divided in double);
+numpy sums in another order, so a similarity can differ in its 7th digit, which only matters
+between two facts exactly as similar to the query.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence, Set
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from engine.recall.filters import visible_states
+from engine.recall.graph_types import GraphWork, Step
+from engine.recall.types import FACT_TYPES, FloatVector, RecallRequest
+from engine.store.memories import TagsMatch
+
+LINK_TYPES = ("semantic", "temporal", "entity", "causal")
+STATES = ("active", "archived", "superseded")
+Int32s = NDArray[np.int32]
+
+
+@dataclass(frozen=True)
+class Csr:
+    """Rows of ints: row r is values[starts[r]:starts[r + 1]]."""
+
+    starts: Int32s
+    values: Int32s
+
+    def row(self, r: int) -> Int32s:
+        return self.values[self.starts[r] : self.starts[r + 1]]
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.starts.nbytes + self.values.nbytes)
+
+
+def csr_of(rows: Sequence[Sequence[int]]) -> Csr:
+    starts = np.zeros(len(rows) + 1, dtype=np.int32)
+    np.cumsum([len(r) for r in rows], out=starts[1:])
+    values = np.fromiter((v for r in rows for v in r), dtype=np.int32, count=int(starts[-1]))
+    return Csr(starts, values)
+
+
+def invert(rows: Csr, size: int) -> Csr:
+    """Column → rows (ascending), for `size` columns."""
+    owners = np.repeat(np.arange(len(rows.starts) - 1, dtype=np.int32), np.diff(rows.starts))
+    order = np.argsort(rows.values, kind="stable")
+    starts = np.zeros(size + 1, dtype=np.int32)
+    np.cumsum(np.bincount(rows.values, minlength=size), out=starts[1:])
+    return Csr(starts, owners[order])
+
+
+@dataclass(frozen=True)
+class Facts:
+    ids: list[str]
+    index: Mapping[str, int]
+    embeddings: NDArray[np.float16]
+    squares: NDArray[np.float32]  # per fact, the sum of its squared components (float32)
+    types: NDArray[np.int8]  # index into FACT_TYPES
+    states: NDArray[np.int8]  # index into STATES
+    tags: Mapping[int, frozenset[str]]  # tagged facts only
+
+
+@dataclass(frozen=True)
+class Links:
+    starts: Int32s  # per fact, into the arrays below
+    other: Int32s
+    weight: NDArray[np.float32]
+    kind: NDArray[np.int8]  # index into LINK_TYPES
+
+
+@dataclass(frozen=True)
+class Entities:
+    ids: list[str]
+    names: list[str]
+    mentions: Int32s
+    order: Int32s  # 0..n-1: entities are in id order
+    units: Csr  # entity → facts (ascending)
+    of_fact: Csr  # fact → entities
+    by_name: Mapping[str, tuple[int, ...]]  # normalized name or alias → entities
+
+
+@dataclass(frozen=True)
+class Terms:
+    names: list[str]
+    df: Int32s
+    collation: Int32s  # rank of the term in the database's text order
+    units: Csr
+    of_fact: Csr
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """The database snapshot the graph was read in, and what the walk's formulas need."""
+
+    snapshot: str
+    xmin: str
+    unit_count: float
+
+
+@dataclass(frozen=True)
+class Visible:
+    """The request's filters over cached facts (engine/recall/filters.py's rules)."""
+
+    types: frozenset[int]
+    states: frozenset[int]
+    tags: frozenset[str]
+    tags_match: TagsMatch
+
+
+def visible_for(request: RecallRequest) -> Visible:
+    return Visible(
+        frozenset(FACT_TYPES.index(t) for t in (request.types or FACT_TYPES)),
+        frozenset(STATES.index(s) for s in visible_states(request)),
+        frozenset(request.tags),
+        request.tags_match,
+    )
+
+
+def _tags_pass(tags: frozenset[str], wanted: frozenset[str], match: TagsMatch) -> bool:
+    """engine/store/memories.py tags_clause, in Python."""
+    if not wanted:
+        return True
+    if match == "any":
+        return not tags or bool(tags & wanted)
+    if match == "all":
+        return not tags or wanted <= tags
+    if match == "any_strict":
+        return bool(tags & wanted)
+    if match == "all_strict":
+        return wanted <= tags
+    return tags == wanted
+
+
+@dataclass(frozen=True)
+class BankGraph:
+    bank_id: str
+    read: Snapshot
+    facts: Facts
+    links: Links
+    entities: Entities
+    terms: Terms
+    nbytes: int
+
+    def specificity(self, count: float) -> float:
+        n = self.read.unit_count
+        return math.log((n + 1) / (count + 0.5)) / math.log(n + 2)
+
+    def named(
+        self, request: RecallRequest, vector: FloatVector, keys: Sequence[str], work: GraphWork
+    ) -> list[Step]:
+        """graph_sql.named_sql over the cache."""
+        if not keys or work.max_entities <= 0:
+            return []
+        entities = self.entities
+        found = {e for key in keys for e in entities.by_name.get(key, ())}
+        named = sorted(
+            (
+                (self.specificity(float(entities.mentions[e])), entities.ids[e], e)
+                for e in found
+                if entities.mentions[e] <= work.max_entity_mentions
+            ),
+            key=lambda x: (-x[0], x[1]),
+        )[: work.max_entities]
+        query = _Query(self, vector, visible_for(request))
+        steps: list[Step] = []
+        for specificity, _, e in named:
+            scanned = entities.units.row(e)[: work.entity_scan].tolist()
+            for unit, similarity in query.nearest(scanned, work.fanout):
+                steps.append(
+                    Step(
+                        self.facts.ids[unit],
+                        None,
+                        f"entity:{entities.names[e]}",
+                        "entity_named",
+                        work.named_weight * specificity,
+                        similarity,
+                    )
+                )
+        return steps
+
+    def hop(
+        self,
+        request: RecallRequest,
+        vector: FloatVector,
+        frontier: Mapping[str, float],
+        visited: Set[str],
+        work: GraphWork,
+    ) -> list[Step]:
+        """graph_sql.hop_sql over the cache: links, shared entities, shared rare terms."""
+        index = self.facts.index
+        front = [(index[u], w, u) for u, w in frontier.items() if u in index]
+        seen = {index[u] for u in visited if u in index}
+        query = _Query(self, vector, visible_for(request))
+        steps = self._links(front, seen, query, work.fanout)
+        kinds = work.type_weights
+        if kinds.get("entity_shared", 1.0) > 0 and work.max_entities > 0:
+            steps += self._shared(
+                front, seen, query, work, self.entities.of_fact, self.entities.units, "entity"
+            )
+        if kinds.get("term_shared", 1.0) > 0 and work.max_terms > 0:
+            steps += self._shared(
+                front, seen, query, work, self.terms.of_fact, self.terms.units, "term"
+            )
+        return steps
+
+    def _links(
+        self, front: list[tuple[int, float, str]], seen: set[int], query: _Query, fanout: int
+    ) -> list[Step]:
+        links = self.links
+        reached: list[tuple[int, str, str, float]] = []
+        for i, w, source in front:
+            start = int(links.starts[i])
+            end = min(int(links.starts[i + 1]), start + fanout)
+            for j in range(start, end):
+                other = int(links.other[j])
+                if other in seen or not query.passes(other):
+                    continue
+                kind = LINK_TYPES[links.kind[j]]
+                reached.append((other, source, kind, w * float(links.weight[j])))
+        similarities = query.similarities([r[0] for r in reached])
+        return [
+            Step(self.facts.ids[other], source, kind, kind, strength, similarity)
+            for (other, source, kind, strength), similarity in zip(
+                reached, similarities, strict=True
+            )
+        ]
+
+    def _shared(
+        self,
+        front: list[tuple[int, float, str]],
+        seen: set[int],
+        query: _Query,
+        work: GraphWork,
+        of_fact: Csr,
+        units: Csr,
+        what: str,
+    ) -> list[Step]:
+        """Entities or terms shared with the frontier: the most weighty × specific first,
+        each scanning its first facts by id (its share, at least `fanout`), the `fanout`
+        most similar to the query kept."""
+        best: dict[int, tuple[float, str]] = {}
+        for i, w, source in front:
+            for x in of_fact.row(i).tolist():
+                if what == "entity" and self.entities.mentions[x] > work.max_entity_mentions:
+                    continue
+                held = best.get(x)
+                if held is None or w > held[0] or (w == held[0] and source < held[1]):
+                    best[x] = (w, source)
+        # Ties by entity id, or by term in the database's collation.
+        if what == "entity":
+            count, limit, scan = self.entities.mentions, work.max_entities, work.entity_scan
+            names, order = self.entities.names, self.entities.order
+        else:
+            count, limit, scan = self.terms.df, work.max_terms, work.term_scan
+            names, order = self.terms.names, self.terms.collation
+        ranked = sorted(
+            ((best[x][0] * self.specificity(float(count[x])), int(order[x]), x) for x in best),
+            key=lambda r: (-r[0], r[1]),
+        )[:limit]
+        steps: list[Step] = []
+        for _, _, x in ranked:
+            w, source = best[x]
+            specificity = self.specificity(float(count[x]))
+            wanted = max(work.fanout, math.ceil(scan * specificity))
+            scanned = [u for u in units.row(x).tolist() if u not in seen][:wanted]
+            for unit, similarity in query.nearest(scanned, work.fanout):
+                steps.append(
+                    Step(
+                        self.facts.ids[unit],
+                        source,
+                        f"{what}:{names[x]}",
+                        f"{what}_shared",
+                        w * specificity,
+                        similarity,
+                    )
+                )
+        return steps
+
+
+class _Query:
+    """One request's filters and query vector over a cached bank."""
+
+    def __init__(self, graph: BankGraph, vector: FloatVector, visible: Visible) -> None:
+        self._facts = graph.facts
+        self._visible = visible
+        # The statement binds the query as halfvec too (engine/db.py's codec).
+        self._vector = np.asarray(vector, dtype=np.float16).astype(np.float32)
+        self._square = float(np.dot(self._vector, self._vector))
+
+    def passes(self, unit: int) -> bool:
+        facts, visible = self._facts, self._visible
+        if facts.types[unit] not in visible.types or facts.states[unit] not in visible.states:
+            return False
+        if not visible.tags:
+            return True
+        return _tags_pass(facts.tags.get(unit, frozenset()), visible.tags, visible.tags_match)
+
+    def similarities(self, units: Sequence[int]) -> list[float]:
+        if not units:
+            return []
+        rows = np.asarray(units, dtype=np.int64)
+        dots = self._facts.embeddings[rows].astype(np.float32) @ self._vector
+        norms = np.sqrt(self._facts.squares[rows].astype(np.float64) * self._square)
+        cosine = np.clip(dots.astype(np.float64) / norms, -1.0, 1.0)
+        return [float(1 - (1 - c)) for c in cosine]
+
+    def nearest(self, units: Sequence[int], limit: int) -> list[tuple[int, float]]:
+        """The visible facts among `units`, most similar first, at most `limit`."""
+        kept = [u for u in units if self.passes(u)]
+        pairs = list(zip(kept, self.similarities(kept), strict=True))
+        pairs.sort(key=lambda p: -p[1])
+        return pairs[:limit]

@@ -1,0 +1,161 @@
+"""The graph arm's walk over a bank's graph in memory (engine/recall/graph_cache.py): the same
+steps as the SQL walk, and never served after a write changed what it holds."""
+
+from __future__ import annotations
+
+import math
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx
+import numpy as np
+
+from engine.db import Pool
+from engine.embedding import Embedder
+from engine.lifecycle.access import AccessBuffer
+from engine.lifecycle.supersession import Supersession, supersede
+from engine.recall.config import RecallConfig
+from engine.recall.engine import graph_cache_for
+from engine.recall.graph import GraphWalk, graph_work
+from engine.recall.graph_cache import GraphCache
+from engine.recall.graph_memory import BankGraph
+from engine.recall.names import name_keys
+from engine.recall.query import embed_query
+from engine.recall.types import Budget, RecallRequest
+from recall.recall_support import BASE, Banks
+
+QUERIES = (
+    "Was Alice affected by recent issues?",
+    "What did Sam buy at the market?",
+    "Where does Ivo work?",
+    "Priya visited a museum",
+)
+
+
+async def _walk(
+    pool: Pool,
+    embedder: Embedder,
+    request: RecallRequest,
+    seeds: list[tuple[str, float]],
+    cached: tuple[BankGraph, ThreadPoolExecutor] | None,
+) -> GraphWalk:
+    config = RecallConfig()
+    vector = embed_query(embedder, request.query).vector
+    walk = GraphWalk(
+        pool, request, vector, graph_work(config, config.budget(request.budget)), cached
+    )
+    await walk.from_names(name_keys(request.query))
+    await walk.from_seeds(seeds)
+    return walk
+
+
+async def test_the_cached_walk_takes_the_sql_walks_steps(
+    recall_pool: Pool, embedder: Embedder, cpu: ThreadPoolExecutor, banks: Banks
+) -> None:
+    cache = graph_cache_for(RecallConfig(), recall_pool, cpu, 64 * 2**20)
+    compared = 0
+    for bank in (banks.depth, banks.main, banks.by_conversation):
+        graph = await cache.read(bank)
+        assert graph is not None
+        async with recall_pool.acquire() as conn:
+            ids = [
+                r["id"]
+                for r in await conn.fetch(
+                    "SELECT id::text AS id FROM memory_units"
+                    " WHERE bank_id = $1 ORDER BY id LIMIT 6",
+                    bank,
+                )
+            ]
+        seeds = [(unit, 1 / (2 + n)) for n, unit in enumerate(ids)]
+        budgets: tuple[Budget, ...] = ("low", "mid", "high")
+        for query in QUERIES:
+            for budget in budgets:
+                for request in (
+                    RecallRequest(bank, query, budget=budget),
+                    RecallRequest(bank, query, budget=budget, types=("world",)),
+                    RecallRequest(bank, query, budget=budget, tags=("x",), tags_match="any_strict"),
+                ):
+                    sql = await _walk(recall_pool, embedder, request, seeds, None)
+                    mem = await _walk(recall_pool, embedder, request, seeds, (graph, cpu))
+                    assert sql.strength.keys() == mem.strength.keys(), (bank, query, budget)
+                    for unit, strength in sql.strength.items():
+                        assert math.isclose(mem.strength[unit], strength, rel_tol=1e-9)
+                        assert math.isclose(
+                            mem.similarity[unit], sql.similarity[unit], abs_tol=1e-5
+                        )
+                    assert mem.paths == sql.paths
+                    compared += len(sql.strength)
+    assert compared > 500  # the walks reached facts to compare
+    await cache.close()
+
+
+async def _retain(api: httpx.AsyncClient, bank: str, items: list[dict[str, str]]) -> dict[str, str]:
+    """Document id -> its fact's id, for the bank's facts after the retain."""
+    response = await api.post(f"{BASE}/{bank}/memories", json={"items": items})
+    assert response.status_code == 200, response.text
+    listed = await api.get(f"{BASE}/{bank}/memories/list", params={"limit": "100"})
+    return {i["document_id"]: i["id"] for i in listed.json()["items"]}
+
+
+async def _stale(cache: GraphCache, bank: str) -> bool:
+    """Whether the cache found the bank changed; it is read again if so."""
+    stale = await cache.fresh(bank) is None
+    if stale:
+        assert await cache.read(bank) is not None
+        assert await cache.fresh(bank) is not None
+    return stale
+
+
+def _reached(graph: BankGraph, request: RecallRequest, start: str) -> set[str]:
+    config = RecallConfig()
+    vector = graph.facts.embeddings[graph.facts.index[start]].astype(np.float32)
+    work = graph_work(config, config.budget("mid"))
+    return {s.unit_id for s in graph.hop(request, vector, {start: 1.0}, frozenset(), work)}
+
+
+async def test_writes_empty_the_cache_and_reinforcement_does_not(
+    api: httpx.AsyncClient, pool: Pool, cpu: ThreadPoolExecutor, bank_id: str
+) -> None:
+    cache = graph_cache_for(RecallConfig(), pool, cpu, 64 * 2**20)
+    ids = await _retain(
+        api,
+        bank_id,
+        [
+            {"document_id": "a", "content": "Alice leads Project Atlas at Orbital."},
+            {"document_id": "b", "content": "Alice moved Project Atlas to the new cluster."},
+        ],
+    )
+    assert await cache.read(bank_id) is not None
+    assert not await _stale(cache, bank_id)
+
+    # Recall's reinforcement changes nothing the walk reads.
+    access = AccessBuffer(pool)
+    access.record(bank_id, list(ids.values()))
+    assert await access.flush() == len(ids)
+    assert not await _stale(cache, bank_id)
+
+    # A retain (facts, links, entities, terms, statistics).
+    ids = await _retain(
+        api, bank_id, [{"document_id": "c", "content": "Alice found the Atlas cluster down."}]
+    )
+    assert await _stale(cache, bank_id)
+    graph = await cache.fresh(bank_id)
+    assert graph is not None and set(graph.facts.ids) == set(ids.values())
+    assert ids["a"] in _reached(graph, RecallRequest(bank_id, "Atlas"), ids["c"])
+
+    # A lifecycle change: the first fact superseded by the last.
+    async with pool.acquire() as conn, conn.transaction():
+        assert await supersede(conn, bank_id, Supersession(ids["a"], ids["c"], "test"))
+    assert await _stale(cache, bank_id)
+    graph = await cache.fresh(bank_id)
+    assert graph is not None
+    assert ids["a"] not in _reached(graph, RecallRequest(bank_id, "Atlas"), ids["c"])
+    every = RecallRequest(bank_id, "Atlas", include_superseded=True)
+    assert ids["a"] in _reached(graph, every, ids["c"])
+
+    # Erasure: a fact deleted.
+    deleted = await api.delete(f"{BASE}/{bank_id}/memories/{ids['b']}")
+    assert deleted.status_code == 200, deleted.text
+    assert await _stale(cache, bank_id)
+    graph = await cache.fresh(bank_id)
+    assert graph is not None and ids["b"] not in graph.facts.index
+    await cache.close()  # the reads `fresh` started in the background
