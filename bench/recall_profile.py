@@ -67,6 +67,7 @@ NAMES: Final = (
     ("'entity_shared' AS kind", "graph: shared entities"),
     ("'term_shared' AS kind", "graph: shared terms"),
     ("l.link_type AS kind", "graph: hop (links, shared entities and terms)"),
+    ("FROM bank_changes", "graph: is the cached graph exact (engine/recall/graph_cache.py)"),
     ("WITH c AS MATERIALIZED", "fetch: context neighbours"),
     ("token_vectors FROM memory_units", "fetch: token vectors"),
     ("CROSS JOIN LATERAL (\n    SELECT coalesce(array_agg(e.canonical_name", "fetch: rows"),
@@ -184,9 +185,24 @@ async def run(args: argparse.Namespace, database_url: str) -> None:
 
     pool = await create_pool(database_url, max_size=10, on_connect=on_connect)
     cpu = ThreadPoolExecutor(CPU_THREADS, thread_name_prefix="profile-cpu")
-    settings = Settings(home=Path("/nonexistent"), database_url=database_url)
-    engine = RecallEngine.from_settings(settings, pool, embedder, cpu)
+    settings = Settings(
+        home=Path("/nonexistent"),
+        database_url=database_url,
+        recall_graph_cache_mb=args.graph_cache_mb,
+    )
+    engine = RecallEngine.from_settings(
+        settings, pool, embedder, cpu, graph_cache=args.graph_cache_mb > 0
+    )
     try:
+        if engine.graph_cache is not None:
+            started = time.perf_counter()
+            graph = await engine.graph_cache.read(BANK)
+            print(
+                f"graph cache: {graph.nbytes / 2**20:.1f} MB, read in "
+                f"{time.perf_counter() - started:.1f}s"
+                if graph is not None
+                else "graph cache: bank over the capacity, walked in SQL"
+            )
         async with pool.acquire() as conn:
             facts_n = int(
                 await conn.fetchval("SELECT count(*) FROM memory_units WHERE bank_id = $1", BANK)
@@ -256,6 +272,7 @@ async def run(args: argparse.Namespace, database_url: str) -> None:
             args.explain.write_text(await explain(pool, first, args.generic))
             print(f"plans of the first recall's statements: {args.explain}")
     finally:
+        await engine.close()
         cpu.shutdown(wait=False, cancel_futures=True)
         await pool.close()
 
@@ -280,6 +297,12 @@ def main() -> int:
     )
     parser.add_argument(
         "--generic", action="store_true", help="explain the generic plans (see `explain`)"
+    )
+    parser.add_argument(
+        "--graph-cache-mb",
+        type=int,
+        default=Settings(home=Path()).recall_graph_cache_mb,
+        help="the bank's graph in memory (ENGRAM_RECALL_GRAPH_CACHE_MB); 0: walked in SQL",
     )
     args = parser.parse_args()
     postgres: EmbeddedPostgres | None = None

@@ -227,12 +227,16 @@ class BankGraph:
         for i, w, source in front:
             start = int(links.starts[i])
             end = min(int(links.starts[i + 1]), start + fanout)
-            for j in range(start, end):
-                other = int(links.other[j])
-                if other in seen or not query.passes(other):
-                    continue
-                kind = LINK_TYPES[links.kind[j]]
-                reached.append((other, source, kind, w * float(links.weight[j])))
+            others = links.other[start:end]
+            kept = np.flatnonzero(query.visible(others)).tolist()
+            for other, weight, kind in zip(
+                others[kept].tolist(),
+                links.weight[start:end][kept].tolist(),
+                links.kind[start:end][kept].tolist(),
+                strict=True,
+            ):
+                if other not in seen:
+                    reached.append((other, source, LINK_TYPES[kind], w * weight))
         similarities = query.similarities([r[0] for r in reached])
         return [
             Step(self.facts.ids[other], source, kind, kind, strength, similarity)
@@ -278,7 +282,9 @@ class BankGraph:
             w, source = best[x]
             specificity = self.specificity(float(count[x]))
             wanted = max(work.fanout, math.ceil(scan * specificity))
-            scanned = [u for u in units.row(x).tolist() if u not in seen][:wanted]
+            # Facts already visited are skipped before the scan's limit, as in SQL.
+            head = units.row(x)[: wanted + len(seen)].tolist()
+            scanned = [u for u in head if u not in seen][:wanted]
             for unit, similarity in query.nearest(scanned, work.fanout):
                 steps.append(
                     Step(
@@ -302,14 +308,19 @@ class _Query:
         # The statement binds the query as halfvec too (engine/db.py's codec).
         self._vector = np.asarray(vector, dtype=np.float16).astype(np.float32)
         self._square = float(np.dot(self._vector, self._vector))
+        self._types = np.array(sorted(visible.types), dtype=np.int8)
+        self._states = np.array(sorted(visible.states), dtype=np.int8)
 
-    def passes(self, unit: int) -> bool:
+    def visible(self, units: Int32s) -> NDArray[np.bool_]:
+        """Which of `units` the request's filters let through."""
         facts, visible = self._facts, self._visible
-        if facts.types[unit] not in visible.types or facts.states[unit] not in visible.states:
-            return False
-        if not visible.tags:
-            return True
-        return _tags_pass(facts.tags.get(unit, frozenset()), visible.tags, visible.tags_match)
+        mask = np.isin(facts.types[units], self._types) & np.isin(facts.states[units], self._states)
+        if visible.tags:
+            for n, unit in enumerate(units.tolist()):
+                if mask[n]:
+                    tags = facts.tags.get(unit, frozenset())
+                    mask[n] = _tags_pass(tags, visible.tags, visible.tags_match)
+        return mask
 
     def similarities(self, units: Sequence[int]) -> list[float]:
         if not units:
@@ -318,11 +329,16 @@ class _Query:
         dots = self._facts.embeddings[rows].astype(np.float32) @ self._vector
         norms = np.sqrt(self._facts.squares[rows].astype(np.float64) * self._square)
         cosine = np.clip(dots.astype(np.float64) / norms, -1.0, 1.0)
-        return [float(1 - (1 - c)) for c in cosine]
+        # 1 - distance, as the statement computes it
+        result: list[float] = (1 - (1 - cosine)).tolist()
+        return result
 
     def nearest(self, units: Sequence[int], limit: int) -> list[tuple[int, float]]:
         """The visible facts among `units`, most similar first, at most `limit`."""
-        kept = [u for u in units if self.passes(u)]
+        if not units:
+            return []
+        candidates = np.asarray(units, dtype=np.int32)
+        kept = candidates[self.visible(candidates)].tolist()
         pairs = list(zip(kept, self.similarities(kept), strict=True))
         pairs.sort(key=lambda p: -p[1])
         return pairs[:limit]
