@@ -195,11 +195,13 @@ async def run(args: argparse.Namespace, database_url: str) -> None:
     )
     try:
         if engine.graph_cache is not None:
-            started = time.perf_counter()
+            started, before = time.perf_counter(), memory_mb()
             graph = await engine.graph_cache.read(BANK)
+            after = memory_mb()
             print(
-                f"graph cache: {graph.nbytes / 2**20:.1f} MB, read in "
-                f"{time.perf_counter() - started:.1f}s"
+                f"graph cache: {graph.nbytes / 2**20:.1f} MB counted, read in "
+                f"{time.perf_counter() - started:.1f}s; this process's resident memory "
+                f"{before['VmRSS']:.0f} -> {after['VmRSS']:.0f} MB (peak {after['VmHWM']:.0f})"
                 if graph is not None
                 else "graph cache: bank over the capacity, walked in SQL"
             )
@@ -275,6 +277,16 @@ async def run(args: argparse.Namespace, database_url: str) -> None:
         await engine.close()
         cpu.shutdown(wait=False, cancel_futures=True)
         await pool.close()
+
+
+def memory_mb() -> dict[str, float]:
+    """This process's resident memory now and at its peak (MB), from /proc."""
+    found: dict[str, float] = {}
+    for line in Path("/proc/self/status").read_text().splitlines():
+        name, _, value = line.partition(":")
+        if name in ("VmRSS", "VmHWM"):
+            found[name] = int(value.split()[0]) / 1024
+    return found
 
 
 def p95(values: list[float]) -> float:

@@ -16,6 +16,13 @@ bank dropped first); a bank whose estimated size is over it is not read at all a
 SQL path. Measured at 100k facts: ~1.0 kB a fact (docs/benchmarks.md "Tenth pass"), most of
 it the 384 float16 dimensions of each embedding (768 B).
 
+`bank_changes` is pruned by the servers themselves: every `max_age` (an hour) a server deletes
+the rows of transactions that had ended when it last looked (`xid` below that time's oldest
+running transaction), and no graph is kept longer than `max_age`, so every graph alive was
+read after those transactions ended and sees their writes: the rows it would need are never
+the ones deleted. A 100k-fact bank is then read again once an hour (~15-30 s of one
+PostgreSQL backend, walked in SQL meanwhile).
+
 A bank that is written continuously is re-read after every change it sees and walked in SQL
 meanwhile: the cache helps banks that are read more than written, the common case for a
 memory whose writes arrive in bursts.
@@ -33,7 +40,7 @@ from concurrent.futures import Executor
 import asyncpg
 import numpy as np
 
-from engine.db import Pool
+from engine.db import Connection, Pool
 from engine.recall.graph_memory import (
     LINK_TYPES,
     STATES,
@@ -54,11 +61,16 @@ log = logging.getLogger(__name__)
 BYTES_PER_FACT = 1100
 # A bank too large for the capacity is looked at again after this long (it may have shrunk).
 RETRY_TOO_LARGE_S = 600.0
+# The longest a graph is kept, and how often `bank_changes` is pruned (see above).
+MAX_AGE_S = 3600.0
 
 _CHANGED = """
 SELECT EXISTS (SELECT 1 FROM bank_changes WHERE bank_id = $1 AND xid >= $2::text::xid8
                AND NOT pg_visible_in_snapshot(xid, $3::text::pg_snapshot))
 """
+
+_MARK = "SELECT pg_snapshot_xmin(pg_current_snapshot())::text"
+_PRUNE = "DELETE FROM bank_changes WHERE xid < $1::text::xid8"
 
 _HEAD = """
 SELECT pg_current_snapshot()::text AS snapshot,
@@ -126,6 +138,7 @@ class GraphCache:
         max_fanout: int,
         max_entity_mentions: int,
         max_term_df: int,
+        max_age: float = MAX_AGE_S,
     ) -> None:
         self._pool = pool
         self._cpu = cpu
@@ -136,6 +149,9 @@ class GraphCache:
         self._graphs: OrderedDict[str, BankGraph] = OrderedDict()
         self._too_large: dict[str, float] = {}
         self._reading: dict[str, asyncio.Task[BankGraph | None]] = {}
+        self._max_age = max_age
+        # (when, the oldest running transaction then): rows below it are pruned max_age later.
+        self._mark: tuple[float, str] | None = None
 
     @property
     def nbytes(self) -> int:
@@ -153,7 +169,8 @@ class GraphCache:
                 changed = await conn.fetchval(
                     _CHANGED, bank_id, graph.read.xmin, graph.read.snapshot
                 )
-            if not changed:
+                await self._prune(conn)
+            if not changed and time.monotonic() - graph.read.started < self._max_age:
                 self._graphs.move_to_end(bank_id)
                 return graph
             if self._graphs.get(bank_id) is graph:
@@ -176,6 +193,15 @@ class GraphCache:
         while self.nbytes > self.capacity:
             self._graphs.popitem(last=False)
         return graph
+
+    async def _prune(self, conn: Connection) -> None:
+        """Every max_age: delete the changes of transactions that had ended max_age ago."""
+        now = time.monotonic()
+        if self._mark is not None and now - self._mark[0] < self._max_age:
+            return
+        if self._mark is not None:
+            await conn.execute(_PRUNE, self._mark[1])
+        self._mark = (now, await conn.fetchval(_MARK))
 
     def clear(self) -> None:
         self._graphs.clear()
@@ -202,6 +228,7 @@ class GraphCache:
             log.error("reading bank %s's graph failed: walked in SQL", bank_id, exc_info=error)
 
     async def _load(self, bank_id: str) -> BankGraph | None:
+        started = time.monotonic()
         async with (
             self._pool.acquire() as conn,
             conn.transaction(isolation="repeatable_read", readonly=True),
@@ -214,7 +241,7 @@ class GraphCache:
             links = await conn.fetch(_LINKS, bank_id, self._max_fanout, list(LINK_TYPES))
             entities = await conn.fetch(_ENTITIES, bank_id, self._max_entity_mentions)
             terms = await conn.fetch(_TERMS, bank_id, self._max_term_df)
-        read = Snapshot(head["snapshot"], head["xmin"], float(head["n"]))
+        read = Snapshot(head["snapshot"], head["xmin"], float(head["n"]), started)
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(
             self._cpu, _build, bank_id, read, facts, links, entities, terms

@@ -111,6 +111,7 @@ class Snapshot:
     snapshot: str
     xmin: str
     unit_count: float
+    started: float  # time.monotonic() before the snapshot was taken
 
 
 @dataclass(frozen=True)

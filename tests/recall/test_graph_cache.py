@@ -159,3 +159,29 @@ async def test_writes_empty_the_cache_and_reinforcement_does_not(
     graph = await cache.fresh(bank_id)
     assert graph is not None and ids["b"] not in graph.facts.index
     await cache.close()  # the reads `fresh` started in the background
+
+
+async def _changes(pool: Pool, bank: str) -> int:
+    async with pool.acquire() as conn:
+        count: int = await conn.fetchval(
+            "SELECT count(*) FROM bank_changes WHERE bank_id = $1", bank
+        )
+    return count
+
+
+async def test_a_graph_expires_and_the_changes_it_no_longer_needs_are_pruned(
+    api: httpx.AsyncClient, pool: Pool, cpu: ThreadPoolExecutor, bank_id: str
+) -> None:
+    await _retain(api, bank_id, [{"document_id": "a", "content": "Alice leads Project Atlas."}])
+    written = await _changes(pool, bank_id)
+    assert written > 0
+    cache = GraphCache(
+        pool, cpu, 2**20, max_fanout=20, max_entity_mentions=5000, max_term_df=500, max_age=0.0
+    )
+    assert await cache.read(bank_id) is not None
+    assert await cache.fresh(bank_id) is None  # expired; the first look only takes a mark
+    assert await _changes(pool, bank_id) == written
+    assert await cache.read(bank_id) is not None
+    assert await cache.fresh(bank_id) is None
+    assert await _changes(pool, bank_id) == 0  # ended before the mark: pruned
+    await cache.close()

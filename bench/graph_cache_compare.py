@@ -1,0 +1,120 @@
+"""Recall with the bank's graph in memory against recall walking in SQL: the same answers?
+
+Runs the recall engine in process twice over one pool, one engine walking the graph in SQL
+and one over the bank's graph in memory (engine/recall/graph_cache.py), on the synthetic
+queries of bench/recall_latency.py's bank, and prints how many recalls returned the same
+facts in the same order, how many graph arms found the same facts in the same order, and
+the first differences.
+
+    .venv/bin/python -m bench.graph_cache_compare --data-dir /work/cache-100k --queries 200
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC
+from pathlib import Path
+
+for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_name, "1")
+
+from bench.recall_latency import BANK, DAYS, SEED, START  # noqa: E402
+from bench.synthetic_facts import generate_facts, generate_queries  # noqa: E402
+from engine.db import create_pool  # noqa: E402
+from engine.embedding import load_embedder  # noqa: E402
+from engine.recall.engine import RecallEngine  # noqa: E402
+from engine.recall.types import Budget, RecallRequest, RecallResult  # noqa: E402
+from engine.settings import Settings  # noqa: E402
+from engram.postgres import EmbeddedPostgres  # noqa: E402
+from server.services import CPU_THREADS  # noqa: E402
+
+
+def _graph_ids(result: RecallResult) -> list[str]:
+    return [h.unit_id for arm in result.arms if arm.arm == "graph" for h in arm.hits]
+
+
+async def run(args: argparse.Namespace, database_url: str) -> int:
+    embedder = load_embedder("minilm")
+    pool = await create_pool(database_url, max_size=10)
+    cpu = ThreadPoolExecutor(CPU_THREADS, thread_name_prefix="compare-cpu")
+    settings = Settings(home=Path("/nonexistent"), database_url=database_url)
+    sql = RecallEngine.from_settings(settings, pool, embedder, cpu)
+    cached = RecallEngine.from_settings(settings, pool, embedder, cpu, graph_cache=True)
+    differ = 0
+    try:
+        assert cached.graph_cache is not None
+        if await cached.graph_cache.read(BANK) is None:
+            print("the bank is over the graph cache's capacity")
+            return 1
+        async with pool.acquire() as conn:
+            facts_n = int(
+                await conn.fetchval("SELECT count(*) FROM memory_units WHERE bank_id = $1", BANK)
+            )
+        _, vocab = generate_facts(args.facts, seed=SEED, start=START, days=DAYS)
+        days = max(60, round(DAYS * min(1.0, facts_n / args.facts)))
+        queries = generate_queries(args.queries, vocab, seed=SEED + 2, start=START, days=days)
+        same = same_graph = 0
+        budget: Budget = args.budget
+        for query in queries:
+            request = RecallRequest(
+                bank_id=BANK,
+                query=query.text,
+                budget=budget,
+                query_timestamp=query.reference.astimezone(UTC),
+            )
+            a = await sql.recall(request)
+            b = await cached.recall(request)
+            ids_a = [m.row.id for m in a.memories]
+            ids_b = [m.row.id for m in b.memories]
+            same += ids_a == ids_b
+            same_graph += _graph_ids(a) == _graph_ids(b)
+            if ids_a != ids_b and differ < 5:
+                differ += 1
+                first = next(
+                    i for i, (x, y) in enumerate(zip(ids_a, ids_b, strict=False)) if x != y
+                )
+                print(
+                    f"differs: {query.text!r}: first at rank {first + 1}; top 10 in common "
+                    f"{len(set(ids_a[:10]) & set(ids_b[:10]))}"
+                )
+        print(
+            f"{len(queries)} recalls, budget {budget}: same facts in the same order "
+            f"{same}/{len(queries)}; graph arm the same {same_graph}/{len(queries)}"
+        )
+        return 0 if same == len(queries) else 2
+    finally:
+        await cached.close()
+        cpu.shutdown(wait=False, cancel_futures=True)
+        await pool.close()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--facts", type=int, default=100_000, help="the bank's planned size")
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--budget", choices=("low", "mid", "high"), default="mid")
+    parser.add_argument("--database-url", default="")
+    parser.add_argument("--data-dir", default="", help="an embedded PostgreSQL to start")
+    args = parser.parse_args()
+    postgres: EmbeddedPostgres | None = None
+    database_url = args.database_url
+    if not database_url:
+        if not args.data_dir:
+            parser.error("give --database-url or --data-dir")
+        root = Path(args.data_dir)
+        postgres = EmbeddedPostgres(root / "pg", root / "postgres.log")
+        postgres.start()
+        database_url = postgres.create_database("recall_latency")
+    try:
+        return asyncio.run(run(args, database_url))
+    finally:
+        if postgres is not None:
+            postgres.stop()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
