@@ -147,7 +147,7 @@ class Settings:
     # Token vectors of recently reranked facts kept in memory (engine/recall/token_cache.py).
     recall_token_cache_mb: int = 256
     # Banks' graphs kept in the server's memory for the graph arm (engine/recall/graph_cache.py;
-    # ~1 kB a fact, a bank over it stays on the SQL path; 0: off).
+    # ~1.2 kB a fact, a bank over it stays on the SQL path; 0: off).
     recall_graph_cache_mb: int = 256
     security: SecuritySettings = field(default_factory=SecuritySettings)
     max_in_flight: int = DEFAULT_MAX_IN_FLIGHT

@@ -13,7 +13,7 @@ several server processes each keep and check their own copy.
 
 Bounded: the graphs of all banks together stay under `capacity` bytes (least recently used
 bank dropped first); a bank whose estimated size is over it is not read at all and keeps the
-SQL path. Measured at 100k facts: ~1.0 kB a fact (docs/benchmarks.md "Tenth pass"), most of
+SQL path. Measured at 100k facts: ~1.2 kB a fact (docs/benchmarks.md "Tenth pass"), most of
 it the 384 float16 dimensions of each embedding (768 B).
 
 `bank_changes` is pruned by the servers themselves: every `max_age` (an hour) a server deletes
@@ -39,6 +39,7 @@ from concurrent.futures import Executor
 
 import asyncpg
 import numpy as np
+from numpy.typing import NDArray
 
 from engine.db import Connection, Pool
 from engine.recall.graph_memory import (
@@ -58,7 +59,7 @@ from engine.recall.types import FACT_TYPES
 log = logging.getLogger(__name__)
 
 # Estimated bytes a fact costs before a bank is read (measured after: BankGraph.nbytes).
-BYTES_PER_FACT = 1100
+BYTES_PER_FACT = 1200
 # A bank too large for the capacity is looked at again after this long (it may have shrunk).
 RETRY_TOO_LARGE_S = 600.0
 # The longest a graph is kept, and how often `bank_changes` is pruned (see above).
@@ -79,15 +80,31 @@ SELECT pg_current_snapshot()::text AS snapshot,
        (SELECT count(*) FROM memory_units WHERE bank_id = $1) AS facts
 """
 
+# One row of byte strings: a row per fact left ~100k Python objects interleaved with the
+# ids kept, so the process kept ~2x the graph's size resident after reading it.
 _FACTS = """
-SELECT id::text AS id, fact_type, state, tags, halfvec_send(embedding) AS embedding
-FROM memory_units WHERE bank_id = $1 ORDER BY id
+SELECT count(*) AS n,
+       string_agg(uuid_send(id), ''::bytea ORDER BY id) AS ids,
+       string_agg(halfvec_send(embedding), ''::bytea ORDER BY id) AS embeddings,
+       string_agg(int2send((array_position($2::text[], fact_type) - 1)::int2), ''::bytea
+                  ORDER BY id) AS types,
+       string_agg(int2send((array_position($3::text[], state) - 1)::int2), ''::bytea
+                  ORDER BY id) AS states
+FROM memory_units WHERE bank_id = $1
 """
 
-# Facts numbered in id order, as _FACTS returns them (same snapshot).
+# Facts numbered in id order, as _FACTS returns them (same snapshot). Lists of numbers come
+# as big-endian bytes (`int4send` ...), one value per row instead of a Python object each:
+# as int[] arrays the 100k bank's links alone were ~2M Python ints while reading.
 _NUMBERED = """
 u AS (SELECT id, (row_number() OVER (ORDER BY id) - 1)::int AS i
       FROM memory_units WHERE bank_id = $1)
+"""
+
+_TAGS = f"""
+WITH {_NUMBERED}
+SELECT u.i, m.tags FROM memory_units m JOIN u ON u.id = m.id
+WHERE m.bank_id = $1 AND cardinality(m.tags) > 0
 """
 
 _LINKS = f"""
@@ -99,14 +116,15 @@ r AS (SELECT ua.i AS a, ub.i AS b, e.weight,
              array_position($3::text[], e.link_type)::int - 1 AS kind,
              row_number() OVER (PARTITION BY ua.i ORDER BY e.weight DESC, e.b) AS k
       FROM e JOIN u ua ON ua.id = e.a JOIN u ub ON ub.id = e.b)
-SELECT a, array_agg(b ORDER BY k) AS other, array_agg(weight ORDER BY k) AS weight,
-       array_agg(kind ORDER BY k) AS kind
+SELECT a, string_agg(int4send(b), ''::bytea ORDER BY k) AS other,
+       string_agg(float4send(weight), ''::bytea ORDER BY k) AS weight,
+       string_agg(int2send(kind::int2), ''::bytea ORDER BY k) AS kind
 FROM r WHERE k <= $2 GROUP BY a
 """
 
 _ENTITIES = f"""
 WITH {_NUMBERED},
-p AS (SELECT ue.entity_id, array_agg(u.i ORDER BY u.i) AS units
+p AS (SELECT ue.entity_id, string_agg(int4send(u.i), ''::bytea ORDER BY u.i) AS units
       FROM unit_entities ue JOIN u ON u.id = ue.unit_id
       WHERE ue.bank_id = $1 GROUP BY ue.entity_id)
 SELECT e.id::text AS id, e.canonical_name, e.normalized_name, e.aliases_normalized,
@@ -119,7 +137,7 @@ _TERMS = f"""
 WITH {_NUMBERED},
 st AS (SELECT term, df, (row_number() OVER (ORDER BY term))::int AS r FROM bank_term_stats
        WHERE bank_id = $1 AND df BETWEEN 2 AND $2 AND term !~ '^[0-9]+$')
-SELECT st.term, st.df, st.r, array_agg(u.i ORDER BY u.i) AS units
+SELECT st.term, st.df, st.r, string_agg(int4send(u.i), ''::bytea ORDER BY u.i) AS units
 FROM st JOIN memory_terms t ON t.bank_id = $1 AND t.term = st.term
 JOIN u ON u.id = t.unit_id
 GROUP BY st.term, st.df, st.r
@@ -237,59 +255,71 @@ class GraphCache:
             assert head is not None  # one row, always
             if head["facts"] * BYTES_PER_FACT > self.capacity:
                 return None
-            facts = await conn.fetch(_FACTS, bank_id)
+            facts = await conn.fetchrow(_FACTS, bank_id, list(FACT_TYPES), list(STATES))
+            tags = await conn.fetch(_TAGS, bank_id)
             links = await conn.fetch(_LINKS, bank_id, self._max_fanout, list(LINK_TYPES))
             entities = await conn.fetch(_ENTITIES, bank_id, self._max_entity_mentions)
             terms = await conn.fetch(_TERMS, bank_id, self._max_term_df)
         read = Snapshot(head["snapshot"], head["xmin"], float(head["n"]), started)
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(
-            self._cpu, _build, bank_id, read, facts, links, entities, terms
+            self._cpu, _build, bank_id, read, facts, tags, links, entities, terms
         )
 
 
 def _build(
     bank_id: str,
     read: Snapshot,
-    fact_rows: Sequence[asyncpg.Record],
+    fact_row: asyncpg.Record | None,
+    tag_rows: Sequence[asyncpg.Record],
     link_rows: Sequence[asyncpg.Record],
     entity_rows: Sequence[asyncpg.Record],
     term_rows: Sequence[asyncpg.Record],
 ) -> BankGraph:
     """The arrays of graph_memory.py from the rows read (CPU: the thread pool)."""
-    ids = [r["id"] for r in fact_rows]
-    size = len(ids)
-    blob = b"".join(r["embedding"][4:] for r in fact_rows)
-    dimension = len(fact_rows[0]["embedding"][4:]) // 2 if fact_rows else 0
-    embeddings = np.frombuffer(blob, dtype=">f2").astype(np.float16).reshape(size, dimension)
-    as32 = embeddings.astype(np.float32)
+    size = int(fact_row["n"]) if fact_row is not None else 0
+    hexed = fact_row["ids"].hex() if size and fact_row is not None else ""
+    ids = [
+        f"{hexed[k : k + 8]}-{hexed[k + 8 : k + 12]}-{hexed[k + 12 : k + 16]}-"
+        f"{hexed[k + 16 : k + 20]}-{hexed[k + 20 : k + 32]}"
+        for k in range(0, 32 * size, 32)
+    ]
+    packed = fact_row["embeddings"] if size and fact_row is not None else b""
+    width = len(packed) // size if size else 4
+    rows = np.frombuffer(packed, dtype=np.uint8).reshape(size, width)[:, 4:]
+    embeddings = rows.view(">f2").astype(np.float16)
+    del rows, packed
+    # In slices: the whole bank as float32 at once was 150 MB more at 100k facts.
+    squares = np.empty(size, dtype=np.float32)
+    for start in range(0, size, 8192):
+        part = embeddings[start : start + 8192].astype(np.float32)
+        squares[start : start + 8192] = np.einsum("ij,ij->i", part, part)
     facts = Facts(
         ids=ids,
         index={u: i for i, u in enumerate(ids)},
         embeddings=embeddings,
-        squares=np.einsum("ij,ij->i", as32, as32).astype(np.float32),
-        types=np.array([FACT_TYPES.index(r["fact_type"]) for r in fact_rows], dtype=np.int8),
-        states=np.array([STATES.index(r["state"]) for r in fact_rows], dtype=np.int8),
-        tags={i: frozenset(r["tags"]) for i, r in enumerate(fact_rows) if r["tags"]},
+        squares=squares,
+        types=_small(fact_row, "types", size),
+        states=_small(fact_row, "states", size),
+        tags={r["i"]: frozenset(r["tags"]) for r in tag_rows},
     )
-    del as32
-    by_fact: list[list[int]] = [[] for _ in range(size)]
-    weights: list[list[float]] = [[] for _ in range(size)]
-    kinds: list[list[int]] = [[] for _ in range(size)]
+    by_fact: list[bytes] = [b""] * size
+    weights: list[bytes] = [b""] * size
+    kinds: list[bytes] = [b""] * size
     for r in link_rows:
         by_fact[r["a"]], weights[r["a"]], kinds[r["a"]] = r["other"], r["weight"], r["kind"]
     other = csr_of(by_fact)
     links = Links(
         starts=other.starts,
         other=other.values,
-        weight=np.fromiter((w for ws in weights for w in ws), dtype=np.float32),
-        kind=np.fromiter((k for ks in kinds for k in ks), dtype=np.int8),
+        weight=np.frombuffer(b"".join(weights), dtype=">f4").astype(np.float32),
+        kind=np.frombuffer(b"".join(kinds), dtype=">i2").astype(np.int8),
     )
     by_name: dict[str, list[int]] = {}
     for e, r in enumerate(entity_rows):
         for key in {r["normalized_name"], *r["aliases_normalized"]}:
             by_name.setdefault(key, []).append(e)
-    entity_units = csr_of([r["units"] or [] for r in entity_rows])
+    entity_units = csr_of([r["units"] or b"" for r in entity_rows])
     entities = Entities(
         ids=[r["id"] for r in entity_rows],
         names=[r["canonical_name"] for r in entity_rows],
@@ -325,3 +355,10 @@ def _build(
         + 150 * (len(entity_rows) + len(term_rows))
     )
     return BankGraph(bank_id, read, facts, links, entities, terms, nbytes)
+
+
+def _small(row: asyncpg.Record | None, column: str, size: int) -> NDArray[np.int8]:
+    """A column of int2send codes as int8."""
+    if row is None or not size:
+        return np.zeros(0, dtype=np.int8)
+    return np.frombuffer(row[column], dtype=">i2").astype(np.int8)

@@ -49,10 +49,11 @@ class Csr:
         return int(self.starts.nbytes + self.values.nbytes)
 
 
-def csr_of(rows: Sequence[Sequence[int]]) -> Csr:
+def csr_of(rows: Sequence[bytes]) -> Csr:
+    """From rows of big-endian int4s (as PostgreSQL's `int4send` writes them)."""
     starts = np.zeros(len(rows) + 1, dtype=np.int32)
-    np.cumsum([len(r) for r in rows], out=starts[1:])
-    values = np.fromiter((v for r in rows for v in r), dtype=np.int32, count=int(starts[-1]))
+    np.cumsum([len(r) // 4 for r in rows], out=starts[1:])
+    values = np.frombuffer(b"".join(rows), dtype=">i4").astype(np.int32)
     return Csr(starts, values)
 
 
