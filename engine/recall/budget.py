@@ -12,6 +12,8 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import TypeVar
 
+from engine.recall.types import ChunkText
+
 T = TypeVar("T")
 
 CHARS_PER_TOKEN = 4
@@ -59,3 +61,19 @@ def fill_preferring_observations(
         if not newly:
             return kept, used
         dropped |= newly
+
+
+def fit_chunks(chunks: list[tuple[str, str, int]], max_tokens: int) -> list[ChunkText]:
+    """Chunks in result order; the first that does not fit is cut to what is left, then stop."""
+    out: list[ChunkText] = []
+    left = max_tokens
+    for chunk_id, text, index in chunks:
+        tokens = estimate_tokens(text)
+        if tokens <= left:
+            out.append(ChunkText(chunk_id, text, index, False))
+            left -= tokens
+            continue
+        if left > 0:
+            out.append(ChunkText(chunk_id, text[: left * 4], index, True))
+        break
+    return out

@@ -10,9 +10,10 @@ import asyncpg
 import numpy as np
 
 from engine.db import Connection, Pool
+from engine.recall.budget import estimate_tokens, fill_budget
 from engine.recall.context import NEIGHBOURS_SQL
 from engine.recall.token_cache import TokenVectorCache
-from engine.recall.types import BlobCounts, CandidateRow
+from engine.recall.types import BlobCounts, CandidateRow, RecalledMemory, RecallRequest
 
 _ROWS = """
 SELECT m.id::text AS id, m.fact_type, m.text, m.context, m.occurred_start, m.occurred_end,
@@ -199,3 +200,21 @@ async def fetch_chunks(
     """chunk id -> (text, index)."""
     rows = await conn.fetch(_CHUNKS, bank_id, list(chunk_ids))
     return {r["chunk_id"]: (r["content"], int(r["chunk_index"])) for r in rows}
+
+
+async def source_facts(
+    pool: Pool, request: RecallRequest, kept: list[RecalledMemory]
+) -> tuple[dict[str, list[str]], list[CandidateRow], bool]:
+    """The returned observations' supporting facts, filling source_facts_max_tokens in
+    result order (an observation's newest evidence first)."""
+    observations = [m.row.id for m in kept if m.row.fact_type == "observation"]
+    if not observations:
+        return {}, [], False
+    async with pool.acquire() as conn:
+        evidence = await fetch_evidence(conn, observations)
+    wanted = list(dict.fromkeys(f for o in observations for f in evidence.get(o, [])))
+    rows = await fetch_rows(pool, request.bank_id, wanted, token_vectors=False, entities=True)
+    fitted, _ = fill_budget(
+        rows, lambda r: estimate_tokens(r.text), request.source_facts_max_tokens
+    )
+    return evidence, fitted, len(fitted) < len(rows)

@@ -24,16 +24,17 @@ from engine.bm25 import BM25Params
 from engine.db import Pool
 from engine.embedding import Embedder
 from engine.lifecycle.access import AccessBuffer
-from engine.recall.budget import estimate_tokens, fill_budget, fill_preferring_observations
-from engine.recall.candidates import (
-    fetch_chunks,
-    fetch_evidence,
-    fetch_rows,
+from engine.recall.budget import (
+    estimate_tokens,
+    fill_budget,
+    fill_preferring_observations,
+    fit_chunks,
 )
-from engine.recall.config import BUDGETS, RecallConfig
+from engine.recall.candidates import fetch_chunks, fetch_evidence, fetch_rows, source_facts
+from engine.recall.config import RecallConfig
 from engine.recall.fusion import fuse_rrf, seeds_of, shortlist
 from engine.recall.graph import GraphWalk, graph_work
-from engine.recall.graph_cache import GraphCache
+from engine.recall.graph_cache import GraphCache, graph_cache_for
 from engine.recall.keyword import keyword_arm
 from engine.recall.lifecycle import is_current, visible_as_of
 from engine.recall.mmr import mmr_order
@@ -127,16 +128,7 @@ class RecallEngine:
             if graph_cache and settings.recall_graph_cache_mb > 0
             else None
         )
-        return cls(
-            pool,
-            embedder,
-            cpu,
-            reranker,
-            config,
-            token_cache=cache,
-            access=access,
-            graph_cache=graphs,
-        )
+        return cls(pool, embedder, cpu, reranker, config, None, cache, access, graphs)
 
     @property
     def config(self) -> RecallConfig:
@@ -342,13 +334,8 @@ class RecallEngine:
         vectors = await vector_task
         graph = await fresh if fresh is not None else None
         profile = config.budget(request.budget)
-        walk = GraphWalk(
-            self._pool,
-            request,
-            vectors.vector,
-            graph_work(config, profile),
-            (graph, self._cpu) if graph is not None else None,
-        )
+        cached = (graph, self._cpu) if graph is not None else None
+        walk = GraphWalk(self._pool, request, vectors.vector, graph_work(config, profile), cached)
         async with asyncio.TaskGroup() as group:
             group.create_task(walk.from_names(keys))
             arms = [await task for task in sources]
@@ -473,7 +460,7 @@ class RecallEngine:
     async def _sources(
         self, request: RecallRequest, kept: list[RecalledMemory]
     ) -> tuple[dict[str, list[str]], list[CandidateRow], bool]:
-        return await _sources_of(self._pool, request, kept)
+        return await source_facts(self._pool, request, kept)
 
     async def _extras(
         self, request: RecallRequest, kept: list[RecalledMemory]
@@ -491,57 +478,11 @@ class RecallEngine:
             async with self._pool.acquire() as conn:
                 ids = list(dict.fromkeys(m.row.chunk_id for m in kept if m.row.chunk_id))
                 found = await fetch_chunks(conn, request.bank_id, ids)
-            chunks = _fit_chunks(
+            chunks = fit_chunks(
                 [(cid, *found[cid]) for cid in ids if cid in found],
                 request.chunks_max_tokens,
             )
         return entities, chunks
-
-
-async def _sources_of(
-    pool: Pool, request: RecallRequest, kept: list[RecalledMemory]
-) -> tuple[dict[str, list[str]], list[CandidateRow], bool]:
-    """The returned observations' supporting facts, filling source_facts_max_tokens in
-    result order (an observation's newest evidence first)."""
-    observations = [m.row.id for m in kept if m.row.fact_type == "observation"]
-    if not observations:
-        return {}, [], False
-    async with pool.acquire() as conn:
-        evidence = await fetch_evidence(conn, observations)
-    wanted = list(dict.fromkeys(f for o in observations for f in evidence.get(o, [])))
-    rows = await fetch_rows(pool, request.bank_id, wanted, token_vectors=False, entities=True)
-    fitted, _ = fill_budget(
-        rows, lambda r: estimate_tokens(r.text), request.source_facts_max_tokens
-    )
-    return evidence, fitted, len(fitted) < len(rows)
-
-
-def graph_cache_for(config: RecallConfig, pool: Pool, cpu: Executor, capacity: int) -> GraphCache:
-    """A graph cache holding what `config`'s walks read (the widest budget's fanout)."""
-    return GraphCache(
-        pool,
-        cpu,
-        capacity,
-        max_fanout=max(config.budget(name).graph_fanout for name in BUDGETS),
-        max_entity_mentions=config.max_entity_mentions,
-        max_term_df=config.graph_max_term_df,
-    )
-
-
-def _fit_chunks(chunks: list[tuple[str, str, int]], max_tokens: int) -> list[ChunkText]:
-    """Chunks in result order; the first that does not fit is cut to what is left, then stop."""
-    out: list[ChunkText] = []
-    left = max_tokens
-    for chunk_id, text, index in chunks:
-        tokens = estimate_tokens(text)
-        if tokens <= left:
-            out.append(ChunkText(chunk_id, text, index, False))
-            left -= tokens
-            continue
-        if left > 0:
-            out.append(ChunkText(chunk_id, text[: left * 4], index, True))
-        break
-    return out
 
 
 async def _timed(future: asyncio.Future[Any], timer: _Timer, name: str) -> Any:

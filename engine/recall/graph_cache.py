@@ -42,6 +42,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from engine.db import Connection, Pool
+from engine.recall.config import BUDGETS, RecallConfig
 from engine.recall.graph_memory import (
     LINK_TYPES,
     STATES,
@@ -265,6 +266,18 @@ class GraphCache:
         return await loop.run_in_executor(
             self._cpu, _build, bank_id, read, facts, tags, links, entities, terms
         )
+
+
+def graph_cache_for(config: RecallConfig, pool: Pool, cpu: Executor, capacity: int) -> GraphCache:
+    """A graph cache holding what `config`'s walks read (the widest budget's fanout)."""
+    return GraphCache(
+        pool,
+        cpu,
+        capacity,
+        max_fanout=max(config.budget(name).graph_fanout for name in BUDGETS),
+        max_entity_mentions=config.max_entity_mentions,
+        max_term_df=config.graph_max_term_df,
+    )
 
 
 def _build(

@@ -180,10 +180,12 @@ class BankGraph:
             key=lambda x: (-x[0], x[1]),
         )[: work.max_entities]
         query = _Query(self, vector, visible_for(request))
+        scans = [entities.units.row(e)[: work.entity_scan].tolist() for _, _, e in named]
         steps: list[Step] = []
-        for specificity, _, e in named:
-            scanned = entities.units.row(e)[: work.entity_scan].tolist()
-            for unit, similarity in query.nearest(scanned, work.fanout):
+        for (specificity, _, e), nearest in zip(
+            named, query.nearest_each(scans, work.fanout), strict=True
+        ):
+            for unit, similarity in nearest:
                 steps.append(
                     Step(
                         self.facts.ids[unit],
@@ -279,15 +281,17 @@ class BankGraph:
             ((best[x][0] * self.specificity(float(count[x])), int(order[x]), x) for x in best),
             key=lambda r: (-r[0], r[1]),
         )[:limit]
-        steps: list[Step] = []
+        scans: list[list[int]] = []
         for _, _, x in ranked:
-            w, source = best[x]
-            specificity = self.specificity(float(count[x]))
-            wanted = max(work.fanout, math.ceil(scan * specificity))
+            wanted = max(work.fanout, math.ceil(scan * self.specificity(float(count[x]))))
             # Facts already visited are skipped before the scan's limit, as in SQL.
             head = units.row(x)[: wanted + len(seen)].tolist()
-            scanned = [u for u in head if u not in seen][:wanted]
-            for unit, similarity in query.nearest(scanned, work.fanout):
+            scans.append([u for u in head if u not in seen][:wanted])
+        steps: list[Step] = []
+        for (_, _, x), nearest in zip(ranked, query.nearest_each(scans, work.fanout), strict=True):
+            w, source = best[x]
+            specificity = self.specificity(float(count[x]))
+            for unit, similarity in nearest:
                 steps.append(
                     Step(
                         self.facts.ids[unit],
@@ -310,13 +314,14 @@ class _Query:
         # The statement binds the query as halfvec too (engine/db.py's codec).
         self._vector = np.asarray(vector, dtype=np.float16).astype(np.float32)
         self._square = float(np.dot(self._vector, self._vector))
-        self._types = np.array(sorted(visible.types), dtype=np.int8)
-        self._states = np.array(sorted(visible.states), dtype=np.int8)
+        # Lookup tables by code: is this fact type / state visible?
+        self._types = np.isin(np.arange(len(FACT_TYPES)), sorted(visible.types))
+        self._states = np.isin(np.arange(len(STATES)), sorted(visible.states))
 
     def visible(self, units: Int32s) -> NDArray[np.bool_]:
         """Which of `units` the request's filters let through."""
         facts, visible = self._facts, self._visible
-        mask = np.isin(facts.types[units], self._types) & np.isin(facts.states[units], self._states)
+        mask = self._types[facts.types[units]] & self._states[facts.states[units]]
         if visible.tags:
             for n, unit in enumerate(units.tolist()):
                 if mask[n]:
@@ -335,12 +340,22 @@ class _Query:
         result: list[float] = (1 - (1 - cosine)).tolist()
         return result
 
-    def nearest(self, units: Sequence[int], limit: int) -> list[tuple[int, float]]:
-        """The visible facts among `units`, most similar first, at most `limit`."""
-        if not units:
-            return []
-        candidates = np.asarray(units, dtype=np.int32)
-        kept = candidates[self.visible(candidates)].tolist()
-        pairs = list(zip(kept, self.similarities(kept), strict=True))
-        pairs.sort(key=lambda p: -p[1])
-        return pairs[:limit]
+    def nearest_each(
+        self, scans: Sequence[Sequence[int]], limit: int
+    ) -> list[list[tuple[int, float]]]:
+        """Per scan, its visible facts most similar first, at most `limit` (one product
+        for all the scans of a hop)."""
+        flat = np.fromiter((u for s in scans for u in s), dtype=np.int32)
+        if not len(flat):
+            return [[] for _ in scans]
+        visible = self.visible(flat)
+        similarities = np.asarray(self.similarities(flat.tolist()))
+        out: list[list[tuple[int, float]]] = []
+        start = 0
+        for scan in scans:
+            end = start + len(scan)
+            kept = np.flatnonzero(visible[start:end]) + start
+            order = kept[np.argsort(-similarities[kept], kind="stable")[:limit]].tolist()
+            out.append([(int(flat[i]), float(similarities[i])) for i in order])
+            start = end
+        return out

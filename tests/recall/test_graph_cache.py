@@ -14,9 +14,8 @@ from engine.embedding import Embedder
 from engine.lifecycle.access import AccessBuffer
 from engine.lifecycle.supersession import Supersession, supersede
 from engine.recall.config import RecallConfig
-from engine.recall.engine import graph_cache_for
 from engine.recall.graph import GraphWalk, graph_work
-from engine.recall.graph_cache import GraphCache
+from engine.recall.graph_cache import GraphCache, graph_cache_for
 from engine.recall.graph_memory import BankGraph
 from engine.recall.names import name_keys
 from engine.recall.query import embed_query
