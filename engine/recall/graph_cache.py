@@ -94,7 +94,9 @@ SELECT count(*) AS n,
 FROM memory_units WHERE bank_id = $1
 """
 
-# Facts numbered in id order, as _FACTS returns them (same snapshot). Lists of numbers come
+# Facts numbered in id order, as _FACTS returns them (same snapshot). Links and mentions are
+# reached from the bank's facts (their indexes), not by bank_id, which no index covers: in a
+# database of many banks that was a scan of every bank's links. Lists of numbers come
 # as big-endian bytes (`int4send` ...), one value per row instead of a Python object each:
 # as int[] arrays the 100k bank's links alone were ~2M Python ints while reading.
 _NUMBERED = """
@@ -110,9 +112,11 @@ WHERE m.bank_id = $1 AND cardinality(m.tags) > 0
 
 _LINKS = f"""
 WITH {_NUMBERED},
-e AS (SELECT from_unit AS a, to_unit AS b, link_type, weight FROM memory_links WHERE bank_id = $1
+e AS (SELECT l.from_unit AS a, l.to_unit AS b, l.link_type, l.weight
+      FROM u JOIN memory_links l ON l.from_unit = u.id
       UNION ALL
-      SELECT to_unit, from_unit, link_type, weight FROM memory_links WHERE bank_id = $1),
+      SELECT l.to_unit, l.from_unit, l.link_type, l.weight
+      FROM u JOIN memory_links l ON l.to_unit = u.id),
 r AS (SELECT ua.i AS a, ub.i AS b, e.weight,
              array_position($3::text[], e.link_type)::int - 1 AS kind,
              row_number() OVER (PARTITION BY ua.i ORDER BY e.weight DESC, e.b) AS k
@@ -126,8 +130,7 @@ FROM r WHERE k <= $2 GROUP BY a
 _ENTITIES = f"""
 WITH {_NUMBERED},
 p AS (SELECT ue.entity_id, string_agg(int4send(u.i), ''::bytea ORDER BY u.i) AS units
-      FROM unit_entities ue JOIN u ON u.id = ue.unit_id
-      WHERE ue.bank_id = $1 GROUP BY ue.entity_id)
+      FROM u JOIN unit_entities ue ON ue.unit_id = u.id GROUP BY ue.entity_id)
 SELECT e.id::text AS id, e.canonical_name, e.normalized_name, e.aliases_normalized,
        e.mention_count, CASE WHEN e.mention_count <= $2 THEN p.units END AS units
 FROM entities e LEFT JOIN p ON p.entity_id = e.id
