@@ -31,11 +31,14 @@ END $$;
 
 -- Statement-level for inserts and deletes (one insert here per statement, whatever its size);
 -- a fact's update only when it changes what the walk reads, so reinforcement, access counts
--- and consolidation marks do not empty the cache.
+-- and consolidation marks do not empty the cache. Embeddings are compared as bytes: pg_dump
+-- writes `IS DISTINCT FROM` without its operator's schema, and a restore (search_path empty)
+-- then found no `=` for halfvec; a function call is written qualified.
 CREATE TRIGGER memory_units_changed_update AFTER UPDATE ON memory_units FOR EACH ROW
     WHEN (OLD.state IS DISTINCT FROM NEW.state OR OLD.tags IS DISTINCT FROM NEW.tags
           OR OLD.fact_type IS DISTINCT FROM NEW.fact_type
-          OR OLD.embedding IS DISTINCT FROM NEW.embedding OR OLD.bank_id IS DISTINCT FROM NEW.bank_id)
+          OR halfvec_send(OLD.embedding) IS DISTINCT FROM halfvec_send(NEW.embedding)
+          OR OLD.bank_id IS DISTINCT FROM NEW.bank_id)
     EXECUTE FUNCTION engram_unit_changed();
 
 DO $$
