@@ -31,13 +31,17 @@ END $$;
 
 -- Statement-level for inserts and deletes (one insert here per statement, whatever its size);
 -- a fact's update only when it changes what the walk reads, so reinforcement, access counts
--- and consolidation marks do not empty the cache. Embeddings are compared as bytes: pg_dump
--- writes `IS DISTINCT FROM` without its operator's schema, and a restore (search_path empty)
--- then found no `=` for halfvec; a function call is written qualified.
+-- and consolidation marks do not empty the cache. A new embedding is seen through
+-- `updated_at`, which every rewrite of a fact sets in its transaction (consolidation,
+-- correction; the token-vector cache relies on the same): naming `embedding` here made the
+-- trigger depend on the column, which a re-embedding drops and renames (engine/reembed.py),
+-- and pg_dump writes a halfvec comparison without its operator's schema, which a restore
+-- could not parse. A re-embedding's swap is DDL, seen by no trigger: the server drops its
+-- graphs when its embedder follows the swap (server/services.py).
 CREATE TRIGGER memory_units_changed_update AFTER UPDATE ON memory_units FOR EACH ROW
     WHEN (OLD.state IS DISTINCT FROM NEW.state OR OLD.tags IS DISTINCT FROM NEW.tags
           OR OLD.fact_type IS DISTINCT FROM NEW.fact_type
-          OR halfvec_send(OLD.embedding) IS DISTINCT FROM halfvec_send(NEW.embedding)
+          OR OLD.updated_at IS DISTINCT FROM NEW.updated_at
           OR OLD.bank_id IS DISTINCT FROM NEW.bank_id)
     EXECUTE FUNCTION engram_unit_changed();
 
