@@ -15,6 +15,7 @@ from engine.db import Pool, create_pool, migrate
 from engine.embedding import Embedder, load_embedder
 from engine.lifecycle.access import AccessBuffer
 from engine.recall.engine import RecallEngine
+from engine.recall.graph_cache import ChangePruner
 from engine.reembed import LiveEmbedder
 from engine.settings import Settings
 from workflows.converter import converter_for
@@ -73,6 +74,8 @@ async def open_services(settings: Settings) -> AsyncIterator[Services]:
         tasks = [
             asyncio.create_task(services.access.run(), name="engram-access-flush"),
             asyncio.create_task(embedder.watch(pool), name="engram-embedding-watch"),
+            # Whether or not this process keeps graphs, another may: the table stays small.
+            asyncio.create_task(ChangePruner(pool).run(), name="engram-bank-changes-prune"),
         ]
         try:
             yield services

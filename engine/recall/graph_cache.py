@@ -16,12 +16,13 @@ bank dropped first); a bank whose estimated size is over it is not read at all a
 SQL path. Measured at 100k facts: ~1.2 kB a fact (docs/benchmarks.md "Tenth pass"), most of
 it the 384 float16 dimensions of each embedding (768 B).
 
-`bank_changes` is pruned by the servers themselves: every `max_age` (an hour) a server deletes
-the rows of transactions that had ended when it last looked (`xid` below that time's oldest
-running transaction), and no graph is kept longer than `max_age`, so every graph alive was
-read after those transactions ended and sees their writes: the rows it would need are never
-the ones deleted. A 100k-fact bank is then read again once an hour (~15-30 s of one
-PostgreSQL backend, walked in SQL meanwhile).
+`bank_changes` is pruned by every server process, whether or not it keeps graphs
+(`ChangePruner`, a task of the server's): every `max_age` (an hour) it deletes the rows of
+transactions that had ended when it last looked (`xid` below that time's oldest running
+transaction), and no graph is kept longer than `max_age`, so every graph alive was read after
+those transactions ended and sees their writes: the rows it would need are never the ones
+deleted. A 100k-fact bank is then read again once an hour (~15-30 s of one PostgreSQL
+backend, walked in SQL meanwhile). With no server running, the rows wait for the next one.
 
 A bank that is written continuously is re-read after every change it sees and walked in SQL
 meanwhile: the cache helps banks that are read more than written, the common case for a
@@ -41,7 +42,7 @@ import asyncpg
 import numpy as np
 from numpy.typing import NDArray
 
-from engine.db import Connection, Pool
+from engine.db import Pool
 from engine.recall.config import BUDGETS, RecallConfig
 from engine.recall.graph_memory import (
     LINK_TYPES,
@@ -172,8 +173,6 @@ class GraphCache:
         self._too_large: dict[str, float] = {}
         self._reading: dict[str, asyncio.Task[BankGraph | None]] = {}
         self._max_age = max_age
-        # (when, the oldest running transaction then): rows below it are pruned max_age later.
-        self._mark: tuple[float, str] | None = None
 
     @property
     def nbytes(self) -> int:
@@ -191,7 +190,6 @@ class GraphCache:
                 changed = await conn.fetchval(
                     _CHANGED, bank_id, graph.read.xmin, graph.read.snapshot
                 )
-                await self._prune(conn)
             if not changed and time.monotonic() - graph.read.started < self._max_age:
                 self._graphs.move_to_end(bank_id)
                 return graph
@@ -215,15 +213,6 @@ class GraphCache:
         while self.nbytes > self.capacity:
             self._graphs.popitem(last=False)
         return graph
-
-    async def _prune(self, conn: Connection) -> None:
-        """Every max_age: delete the changes of transactions that had ended max_age ago."""
-        now = time.monotonic()
-        if self._mark is not None and now - self._mark[0] < self._max_age:
-            return
-        if self._mark is not None:
-            await conn.execute(_PRUNE, self._mark[1])
-        self._mark = (now, await conn.fetchval(_MARK))
 
     def clear(self) -> None:
         self._graphs.clear()
@@ -269,6 +258,31 @@ class GraphCache:
         return await loop.run_in_executor(
             self._cpu, _build, bank_id, read, facts, tags, links, entities, terms
         )
+
+
+class ChangePruner:
+    """Deletes the `bank_changes` rows no graph can need (module docstring): each call of
+    `prune` deletes the rows of transactions that had ended at the previous call, then notes
+    the oldest transaction running now. `run` calls it every `max_age`."""
+
+    def __init__(self, pool: Pool, max_age: float = MAX_AGE_S) -> None:
+        self._pool = pool
+        self._max_age = max_age
+        self._mark: str | None = None  # the oldest running transaction at the previous call
+
+    async def prune(self) -> None:
+        async with self._pool.acquire() as conn:
+            if self._mark is not None:
+                await conn.execute(_PRUNE, self._mark)
+            self._mark = await conn.fetchval(_MARK)
+
+    async def run(self) -> None:
+        while True:
+            try:
+                await self.prune()
+            except (OSError, asyncpg.PostgresError) as error:  # the next round tries again
+                log.warning("pruning bank_changes failed: %s", error)
+            await asyncio.sleep(self._max_age)
 
 
 def graph_cache_for(config: RecallConfig, pool: Pool, cpu: Executor, capacity: int) -> GraphCache:
