@@ -142,11 +142,13 @@ class GraphWalk:
                 cpu, graph.named, self._request, self._vector, keys, self.work
             )
         self._names = sorted({s.label.removeprefix("entity:") for s in named})
-        frontier = self._next(self._absorb(named), frozenset())
-        await self._walk("named", frontier, self.work.hops)
+        carried: dict[str, tuple[str, ...]] = {}
+        frontier = self._next(self._absorb(named, carried), frozenset())
+        await self._walk("named", frontier, self.work.hops, carried)
 
     async def from_seeds(self, seeds: Sequence[tuple[str, float]]) -> None:
-        await self._walk("seeds", dict(seeds), self.work.seed_hops)
+        carried: dict[str, tuple[str, ...]] = {unit_id: ("seed", unit_id) for unit_id, _ in seeds}
+        await self._walk("seeds", dict(seeds), self.work.seed_hops, carried)
 
     def result(
         self, seeds: Sequence[tuple[str, float]], exclude: Set[str], limit: int
@@ -165,7 +167,13 @@ class GraphWalk:
         elapsed = (time.perf_counter() - self._started) * 1000
         return ArmResult("graph", hits[:limit], elapsed, note, dict(self.paths))
 
-    async def _walk(self, name: str, frontier: dict[str, float], hops: int) -> None:
+    async def _walk(
+        self,
+        name: str,
+        frontier: dict[str, float],
+        hops: int,
+        carried: dict[str, tuple[str, ...]],
+    ) -> None:
         visited = set(frontier)
         counts = self._reached.setdefault(name, [])
         for _ in range(hops):
@@ -173,7 +181,7 @@ class GraphWalk:
                 return
             steps = await self._hop(frontier, visited)
             counts.append(len(steps))
-            frontier = self._next(self._absorb(steps), visited)
+            frontier = self._next(self._absorb(steps, carried), visited)
             visited |= frontier.keys()
 
     async def _hop(self, frontier: dict[str, float], visited: Set[str]) -> list[Step]:
@@ -188,22 +196,33 @@ class GraphWalk:
         beta = self.work.similarity_weight
         return 1 - beta + beta * max(self.similarity.get(unit_id, 0.0), 0.0)
 
-    def _absorb(self, steps: Sequence[Step]) -> dict[str, float]:
+    def _absorb(
+        self, steps: Sequence[Step], carried: dict[str, tuple[str, ...]]
+    ) -> dict[str, float]:
         """Add one hop's steps; the strength each fact gained in it along edges that carry
         the walk on (a fact reached only by a temporal link is scored, not expanded: in a
-        bank whose facts share a day every fact links to every other)."""
+        bank whose facts share a day every fact links to every other).
+
+        A step's path is the one its source was reached by in this walk (`carried`: the
+        path behind the weight the source carries), not the source's best path overall,
+        which the other walk may change at any moment: so a fact's path is the one its
+        strength came from, and the same whichever walk's hop finishes first (equal
+        strengths keep the path that sorts first)."""
         gained: dict[str, float] = {}
         for step in steps:
             value = step.strength * self.work.type_weights.get(step.kind, 1.0)
             if value <= 0:
                 continue
-            if step.kind in self.work.walk_kinds:
-                gained[step.unit_id] = max(gained.get(step.unit_id, 0.0), value)
+            before = carried.get(step.source, ("seed", step.source)) if step.source else ()
+            path = (*before, step.label, step.unit_id)
+            if step.kind in self.work.walk_kinds and value > gained.get(step.unit_id, 0.0):
+                gained[step.unit_id] = value
+                carried[step.unit_id] = path
             self.similarity[step.unit_id] = step.similarity
-            if value > self.strength.get(step.unit_id, 0.0):
+            best = self.strength.get(step.unit_id, 0.0)
+            if value > best or (value == best and path < self.paths[step.unit_id]):
                 self.strength[step.unit_id] = value
-                before = self.paths.get(step.source, ("seed", step.source)) if step.source else ()
-                self.paths[step.unit_id] = (*before, step.label, step.unit_id)
+                self.paths[step.unit_id] = path
         return gained
 
     def _next(self, gained: Mapping[str, float], skip: Set[str]) -> dict[str, float]:

@@ -4,17 +4,28 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 from types import MappingProxyType
+from typing import cast
 
 import numpy as np
 import pytest
 
+from engine.db import Pool
 from engine.errors import ConfigurationError
 from engine.recall.budget import estimate_tokens, fill_budget
 from engine.recall.config import RecallConfig
 from engine.recall.fusion import fuse_rrf, seeds_of, shortlist
+from engine.recall.graph import GraphWalk
+from engine.recall.graph_types import Step, graph_work
 from engine.recall.mmr import mmr_order
 from engine.recall.scoring import combined_scores, normalise, proximity, recency
-from engine.recall.types import ArmHit, ArmName, ArmResult, CandidateRow, TimeWindow
+from engine.recall.types import (
+    ArmHit,
+    ArmName,
+    ArmResult,
+    CandidateRow,
+    RecallRequest,
+    TimeWindow,
+)
 from engine.recall.vectors import decode_token_vectors, encode_token_vectors, query_side
 
 WEIGHTS: MappingProxyType[ArmName, float] = MappingProxyType(
@@ -316,3 +327,23 @@ def test_normalise_maps_to_unit_interval() -> None:
 def test_config_rejects_an_mmr_lambda_outside_unit_interval() -> None:
     with pytest.raises(ConfigurationError, match="mmr_lambda"):
         RecallConfig(mmr_lambda=2.0)
+
+
+def test_a_facts_path_is_the_one_its_strength_came_from_whichever_walk_moves_first() -> None:
+    # The named walk reaches "runs" through Alice, the seeds' walk reaches it more strongly
+    # from a seed, and then the named walk's next hop reaches "outage" from "runs": the
+    # outage's strength came through Alice, so its path must say so, even though the seeds'
+    # walk changed the best path of "runs" in between (the two walks run concurrently).
+    config = RecallConfig()
+    work = graph_work(config, config.budget("mid"))
+    walk = GraphWalk(cast(Pool, None), RecallRequest("b", "Alice"), np.zeros(4, np.float32), work)
+    named: dict[str, tuple[str, ...]] = {}
+    seeds: dict[str, tuple[str, ...]] = {"lead": ("seed", "lead")}
+    walk._absorb([Step("lead", None, "entity:Alice", "entity_named", 0.5, 0.1)], named)
+    walk._absorb([Step("runs", "lead", "term:atlas", "term_shared", 0.3, 0.1)], named)
+    walk._absorb([Step("runs", "lead", "term:atlas", "term_shared", 0.4, 0.1)], seeds)
+    walk._absorb([Step("outage", "runs", "term:cluster", "term_shared", 0.2, 0.1)], named)
+    assert walk.paths["runs"] == ("seed", "lead", "term:atlas", "runs")
+    assert walk.paths["outage"] == (
+        "entity:Alice", "lead", "term:atlas", "runs", "term:cluster", "outage",
+    )  # fmt: skip
