@@ -37,8 +37,6 @@ import resource
 import statistics
 import sys
 import time
-import zlib
-from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -54,6 +52,7 @@ from numpy.typing import NDArray  # noqa: E402
 
 from bench.bulk_indexes import drop_indexes, restore_indexes  # noqa: E402
 from bench.bulk_load import PoolVectors, load_bank, loader_connection  # noqa: E402
+from bench.pooled_vectors import load_pool  # noqa: E402
 from bench.recall_latency import (  # noqa: E402
     CHUNKS_PER_DOCUMENT,
     DAYS,
@@ -64,6 +63,7 @@ from bench.recall_latency import (  # noqa: E402
     measure,
     never,
     percentile,
+    read_graph,
     server_timings,
     store_document,
 )
@@ -87,77 +87,10 @@ FloatMatrix = NDArray[np.float32]
 LARGE: Final = "million-large"
 SEED: Final = 20261201
 DOCUMENT: Final = FACTS_PER_CHUNK * CHUNKS_PER_DOCUMENT
-NOISE: Final = 0.02
 SMALL_MEDIAN: Final = 400
 SMALL_SIGMA: Final = 1.2  # log-normal: ~5% of banks above 3,000 facts
 SMALL_MAX: Final = 20_000
 PROBE_SIZE: Final = 1_000  # the small bank measured is the first of about this size
-
-
-class PooledEmbedder:
-    """An Embedder whose vectors are a real pool's, perturbed per text (module docstring)."""
-
-    def __init__(self, real: Embedder, vectors: FloatMatrix, tokens: list[FloatMatrix]) -> None:
-        self._real = real
-        self._vectors = vectors
-        self._tokens = tokens
-
-    @property
-    def name(self) -> str:
-        return self._real.name
-
-    @property
-    def dimension(self) -> int:
-        return int(self._vectors.shape[1])
-
-    @property
-    def space(self) -> str:
-        return self._real.space
-
-    def pick(self, text: str) -> tuple[int, FloatMatrix]:
-        """The pool entry a text takes, and its sentence vector."""
-        key = zlib.crc32(text.encode())
-        index = key % len(self._vectors)
-        noise = np.random.default_rng(key).normal(0, NOISE, self.dimension).astype(np.float32)
-        vector = self._vectors[index] + noise
-        return index, vector / np.linalg.norm(vector)
-
-    def _pick(self, text: str) -> tuple[FloatMatrix, FloatMatrix]:
-        index, vector = self.pick(text)
-        return vector, self._tokens[index]
-
-    def for_loader(self) -> PoolVectors:
-        return PoolVectors(self._vectors, self._tokens, self.pick)
-
-    def embed(self, texts: Sequence[str]) -> FloatMatrix:
-        return self.embed_with_tokens(texts)[0]
-
-    def embed_tokens(self, texts: Sequence[str]) -> list[FloatMatrix]:
-        return self.embed_with_tokens(texts)[1]
-
-    def embed_with_tokens(self, texts: Sequence[str]) -> tuple[FloatMatrix, list[FloatMatrix]]:
-        picked = [self._pick(t) for t in texts]
-        return np.stack([v for v, _ in picked]).astype(np.float32), [t for _, t in picked]
-
-    def known_tokens(self, text: str) -> list[bool]:
-        return self._real.known_tokens(text)
-
-
-def load_pool(real: Embedder, texts: list[str], path: Path) -> PooledEmbedder:
-    """The pool's real vectors, embedded once and kept in `path`."""
-    if path.is_file():
-        data = np.load(path)
-        vectors, flat, counts = data["vectors"], data["tokens"], data["counts"]
-    else:
-        started = time.perf_counter()
-        vectors, matrices = real.embed_with_tokens(texts)
-        counts = np.array([m.shape[0] for m in matrices])
-        flat = np.concatenate(matrices)
-        np.savez(path, vectors=vectors, tokens=flat, counts=counts)
-        print(f"embedded a pool of {len(texts):,} facts in {time.perf_counter() - started:.0f}s")
-    offsets = np.concatenate(([0], np.cumsum(counts)))
-    tokens = [flat[offsets[i] : offsets[i + 1]] for i in range(len(counts))]
-    return PooledEmbedder(real, np.asarray(vectors, dtype=np.float32), tokens)
 
 
 @dataclass(frozen=True)
@@ -435,18 +368,27 @@ async def run(args: argparse.Namespace, database_url: str) -> dict[str, Any]:
             resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         )
         print(json.dumps(out["storage"], indent=1), flush=True)
-        settings = Settings(home=Path(args.data_dir), database_url=database_url)
+        settings = Settings(
+            home=Path(args.data_dir),
+            database_url=database_url,
+            recall_graph_cache_mb=args.graph_cache_mb,
+        )
+        services = Services(
+            settings, pool, await lazy_temporal(), real, cpu, graph_cache=args.graph_cache_mb > 0
+        )
         app = create_app(never)
-        app.state.services = Services(settings, pool, await lazy_temporal(), real, cpu)
+        app.state.services = services
         probe = next((p for p in plans[1:] if PROBE_SIZE <= p.facts <= 2 * PROBE_SIZE), plans[1])
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(
             transport=transport, base_url="http://engram.bench", timeout=60
         ) as client:
-            out["latency"] = [
-                asdict(await latency(client, pool, plan, args.queries, args.warmup))
-                for plan in (plans[0], probe)
-            ]
+            out["latency"] = []
+            for plan in (plans[0], probe):
+                await read_graph(services, plan.bank)  # as a server would after a first recall
+                out["latency"].append(
+                    asdict(await latency(client, pool, plan, args.queries, args.warmup))
+                )
     finally:
         cpu.shutdown(wait=False, cancel_futures=True)
         await pool.close()
@@ -472,6 +414,12 @@ def main() -> int:
     parser.add_argument("--queries", type=int, default=200, help="timed recalls per bank")
     parser.add_argument("--warmup", type=int, default=50)
     parser.add_argument("--pool", type=int, default=10, help="connection pool size")
+    parser.add_argument(
+        "--graph-cache-mb",
+        type=int,
+        default=Settings(home=Path()).recall_graph_cache_mb,
+        help="the server's bank graphs in memory (ENGRAM_RECALL_GRAPH_CACHE_MB); 0: off",
+    )
     parser.add_argument("--data-dir", required=True, help="the embedded PostgreSQL's home")
     parser.add_argument("--json", type=Path, help="write the figures here")
     args = parser.parse_args()

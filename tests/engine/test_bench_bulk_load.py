@@ -12,8 +12,8 @@ import numpy as np
 
 from bench.bulk_indexes import drop_indexes, restore_indexes
 from bench.bulk_load import load_bank, loader_connection
+from bench.pooled_vectors import PooledEmbedder
 from bench.recall_latency import START, store_document
-from bench.recall_million import PooledEmbedder
 from bench.synthetic_facts import generate_facts
 from engine.db import Pool
 from engine.embedding import Embedder
