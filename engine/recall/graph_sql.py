@@ -6,6 +6,11 @@ was reached from (NULL for a query-named entity), what joined them ("entity:Alic
 "term:cluster", a link type), the edge kind whose weight applies, the path strength so far
 and the fact's cosine similarity to the query.
 
+The facts an entity or term leads to are ranked by distance to the query, ties by id: the same
+order as the walk over the bank's graph in memory (engine/recall/graph_memory.py), and an
+order the HNSW index cannot produce, so the planner never answers these few rows with an
+approximate index scan that the request's filters would then thin out.
+
 specificity(x) = ln((N + 1) / (n_x + 0.5)) / ln(N + 2) for an entity or term on n_x of the
 bank's N facts: near 1 for a name on one fact, near 0 for the user's own name, so a popular
 entity or a common word spreads little strength and is expanded last.
@@ -52,7 +57,7 @@ CROSS JOIN LATERAL (
           ORDER BY ue.unit_id LIMIT $10) ue
     JOIN memory_units m ON m.id = ue.unit_id
     WHERE {filter_sql("m", tags_match, states)}
-    ORDER BY m.embedding <=> $7
+    ORDER BY m.embedding <=> $7, m.id
     LIMIT $6
 ) x
 """
@@ -127,7 +132,7 @@ CROSS JOIN LATERAL (
           ORDER BY ue.unit_id LIMIT greatest($6, ceil($11 * sh.specificity)::int)) ue
     JOIN memory_units m ON m.id = ue.unit_id
     WHERE {where}
-    ORDER BY m.embedding <=> $7
+    ORDER BY m.embedding <=> $7, m.id
     LIMIT $6
 ) x
 UNION ALL
@@ -141,7 +146,7 @@ CROSS JOIN LATERAL (
           ORDER BY t.unit_id LIMIT greatest($6, ceil($14 * sh.specificity)::int)) t
     JOIN memory_units m ON m.id = t.unit_id
     WHERE {where}
-    ORDER BY m.embedding <=> $7
+    ORDER BY m.embedding <=> $7, m.id
     LIMIT $6
 ) x
 """
