@@ -32,6 +32,7 @@ from typing import Any, Final
 import httpx
 from playwright.async_api import Route, async_playwright
 
+from bench.in_process import lazy_temporal, never
 from bench.recall_latency import (
     BANK,
     DAYS,
@@ -39,8 +40,6 @@ from bench.recall_latency import (
     START,
     bank_counts,
     build_bank,
-    lazy_temporal,
-    never,
 )
 from bench.synthetic_facts import generate_facts
 from engine.db import create_pool, migrate

@@ -37,7 +37,6 @@ import sys
 import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import AbstractAsyncContextManager
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -49,8 +48,15 @@ for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import asyncpg  # noqa: E402
 import httpx  # noqa: E402
-from temporalio.client import Client  # noqa: E402
 
+from bench.in_process import (  # noqa: E402
+    bench_database,
+    blob_sources,
+    lazy_temporal,
+    never,
+    percentile,
+    read_graph,
+)
 from bench.synthetic_facts import (  # noqa: E402
     SyntheticFact,
     SyntheticQuery,
@@ -76,7 +82,6 @@ from engine.retain.upsert import upsert_document  # noqa: E402
 from engine.settings import Settings  # noqa: E402
 from engine.store.banks import ensure_bank  # noqa: E402
 from engine.types import ExtractedFact, ItemContext  # noqa: E402
-from engram.postgres import EmbeddedPostgres  # noqa: E402
 from server.app import create_app  # noqa: E402
 from server.services import CPU_THREADS, Services  # noqa: E402
 
@@ -108,13 +113,6 @@ class Figures:
     token_cache_mb: int
     token_cache_hit_rate: float  # over the timed recalls
     graph_cache_mb: float = 0.0  # the bank's graph in the server's memory (0: walked in SQL)
-
-
-def percentile(sorted_values: list[float], q: float) -> float:
-    if not sorted_values:
-        return 0.0
-    index = min(len(sorted_values) - 1, max(0, round(q * (len(sorted_values) - 1))))
-    return sorted_values[index]
 
 
 # ---------------------------------------------------------------- building the bank
@@ -353,48 +351,6 @@ async def measure(
     return latencies, errors, time.perf_counter() - started
 
 
-async def _blob_sources(client: httpx.AsyncClient) -> tuple[float, float]:
-    """The server's count of token-vector blobs taken from its cache and read from the
-    database so far (`engram_recall_token_vectors_total` on /metrics)."""
-    text = (await client.get("/metrics")).text
-    counts = {"cache": 0.0, "database": 0.0}
-    for line in text.splitlines():
-        for source in counts:
-            if line.startswith(f'engram_recall_token_vectors_total{{source="{source}"}} '):
-                counts[source] = float(line.split()[-1])
-    return counts["cache"], counts["database"]
-
-
-async def lazy_temporal() -> Client:
-    """Recall never talks to Temporal; the services record wants a client all the same."""
-    return await Client.connect("127.0.0.1:1", lazy=True)
-
-
-async def read_graph(services: Services, bank: str = BANK) -> float:
-    """Read the bank's graph into the server's memory before the warm-up (a server reads
-    it in the background after its first recall of the bank); its size in MB, 0: off."""
-    cache = services.recall.graph_cache
-    if cache is None:
-        return 0.0
-    started = time.perf_counter()
-    graph = await cache.read(bank)
-    if graph is None:
-        print(f"graph cache: bank {bank} is over {cache.capacity / 2**20:.0f} MB, walked in SQL")
-        return 0.0
-    size = graph.nbytes / 2**20
-    facts = len(graph.facts.ids)
-    print(
-        f"graph cache: {facts:,} facts read in {time.perf_counter() - started:.1f}s, "
-        f"{size:.1f} MB ({graph.nbytes / max(facts, 1):,.0f} B a fact)",
-        flush=True,
-    )
-    return round(size, 1)
-
-
-def never() -> AbstractAsyncContextManager[Services]:
-    raise AssertionError("the lifespan does not run under the ASGI transport")
-
-
 async def run(args: argparse.Namespace, database_url: str) -> Figures:
     embedder = load_embedder("minilm")
     await migrate(database_url, embedder.dimension, embedder.space)
@@ -425,7 +381,7 @@ async def run(args: argparse.Namespace, database_url: str) -> Figures:
             cpu,
             graph_cache=args.graph_cache_mb > 0,
         )
-        graph_mb = await read_graph(services)
+        graph_mb = await read_graph(services, BANK)
         app = create_app(never)
         app.state.services = services
         queries = generate_queries(
@@ -440,9 +396,9 @@ async def run(args: argparse.Namespace, database_url: str) -> Figures:
             fired = await arms_fired(client, rng.sample(warmup, min(50, len(warmup))))
             print(f"arms with candidates (of {min(50, len(warmup))} traced queries):", dict(fired))
             await measure(client, warmup, args.clients)
-            cached, read = await _blob_sources(client)
+            cached, read = await blob_sources(client)
             latencies, errors, seconds = await measure(client, timed, args.clients)
-            cached_after, read_after = await _blob_sources(client)
+            cached_after, read_after = await blob_sources(client)
             hits, misses = cached_after - cached, read_after - read
             server = await server_timings(client, timed[: min(100, len(timed))])
         ordered = sorted(latencies)
@@ -520,19 +476,8 @@ def main() -> int:
     )
     parser.add_argument("--json", type=Path, help="write the figures here")
     args = parser.parse_args()
-    postgres: EmbeddedPostgres | None = None
-    database_url = args.database_url
-    if not database_url:
-        root = Path(args.data_dir)
-        root.mkdir(parents=True, exist_ok=True)
-        postgres = EmbeddedPostgres(root / "pg", root / "postgres.log")
-        postgres.start()
-        database_url = postgres.create_database("recall_latency")
-    try:
+    with bench_database(args.database_url, args.data_dir, "recall_latency") as database_url:
         figures = asyncio.run(run(args, database_url))
-    finally:
-        if postgres is not None:
-            postgres.stop()
     print(
         f"\n{figures.facts:,} facts · {figures.clients} clients · {figures.queries} recalls "
         f"in {figures.seconds}s · errors {figures.errors}\n"

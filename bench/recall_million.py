@@ -52,6 +52,7 @@ from numpy.typing import NDArray  # noqa: E402
 
 from bench.bulk_indexes import drop_indexes, restore_indexes  # noqa: E402
 from bench.bulk_load import PoolVectors, load_bank, loader_connection  # noqa: E402
+from bench.in_process import lazy_temporal, never, percentile, read_graph  # noqa: E402
 from bench.pooled_vectors import load_pool  # noqa: E402
 from bench.recall_latency import (  # noqa: E402
     CHUNKS_PER_DOCUMENT,
@@ -59,11 +60,7 @@ from bench.recall_latency import (  # noqa: E402
     FACTS_PER_CHUNK,
     START,
     arms_fired,
-    lazy_temporal,
     measure,
-    never,
-    percentile,
-    read_graph,
     server_timings,
     store_document,
 )

@@ -32,14 +32,14 @@ for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 import asyncpg  # noqa: E402
 from asyncpg.connection import LoggedQuery  # noqa: E402
 
-from bench.recall_latency import BANK, DAYS, SEED, START, percentile  # noqa: E402
+from bench.in_process import bench_database, percentile  # noqa: E402
+from bench.recall_latency import BANK, DAYS, SEED, START  # noqa: E402
 from bench.synthetic_facts import generate_facts, generate_queries  # noqa: E402
 from engine.db import create_pool  # noqa: E402
 from engine.embedding import load_embedder  # noqa: E402
 from engine.recall.engine import RecallEngine  # noqa: E402
 from engine.recall.types import RecallRequest  # noqa: E402
 from engine.settings import Settings  # noqa: E402
-from engram.postgres import EmbeddedPostgres  # noqa: E402
 from server.services import CPU_THREADS  # noqa: E402
 
 SETTINGS_PREFIX: Final = "SELECT set_config('hnsw."
@@ -317,20 +317,10 @@ def main() -> int:
         help="the bank's graph in memory (ENGRAM_RECALL_GRAPH_CACHE_MB); 0: walked in SQL",
     )
     args = parser.parse_args()
-    postgres: EmbeddedPostgres | None = None
-    database_url = args.database_url
-    if not database_url:
-        if not args.data_dir:
-            parser.error("give --database-url or --data-dir")
-        root = Path(args.data_dir)
-        postgres = EmbeddedPostgres(root / "pg", root / "postgres.log")
-        postgres.start()
-        database_url = postgres.create_database("recall_latency")
-    try:
+    if not args.database_url and not args.data_dir:
+        parser.error("give --database-url or --data-dir")
+    with bench_database(args.database_url, args.data_dir, "recall_latency") as database_url:
         asyncio.run(run(args, database_url))
-    finally:
-        if postgres is not None:
-            postgres.stop()
     return 0
 
 

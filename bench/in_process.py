@@ -1,0 +1,81 @@
+"""What the recall benches share to run the server in their own process: the database (a
+given URL, or an embedded PostgreSQL in a data directory, stopped afterwards), a Temporal
+client recall never uses, and the bank's graph read into memory before timing."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import AbstractAsyncContextManager, contextmanager
+from pathlib import Path
+
+import httpx
+from temporalio.client import Client
+
+from engram.postgres import EmbeddedPostgres
+from server.services import Services
+
+
+@contextmanager
+def bench_database(url: str, data_dir: str, name: str) -> Iterator[str]:
+    """`url` if given, else database `name` of an embedded PostgreSQL in `data_dir`."""
+    if url:
+        yield url
+        return
+    root = Path(data_dir)
+    root.mkdir(parents=True, exist_ok=True)
+    postgres = EmbeddedPostgres(root / "pg", root / "postgres.log")
+    postgres.start()
+    try:
+        yield postgres.create_database(name)
+    finally:
+        postgres.stop()
+
+
+async def lazy_temporal() -> Client:
+    """Recall never talks to Temporal; the services record wants a client all the same."""
+    return await Client.connect("127.0.0.1:1", lazy=True)
+
+
+def never() -> AbstractAsyncContextManager[Services]:
+    raise AssertionError("the lifespan does not run under the ASGI transport")
+
+
+async def read_graph(services: Services, bank: str) -> float:
+    """Read the bank's graph into the server's memory before the warm-up (a server reads
+    it in the background after its first recall of the bank); its size in MB, 0: off."""
+    cache = services.recall.graph_cache
+    if cache is None:
+        return 0.0
+    started = time.perf_counter()
+    graph = await cache.read(bank)
+    if graph is None:
+        print(f"graph cache: bank {bank} is over {cache.capacity / 2**20:.0f} MB, walked in SQL")
+        return 0.0
+    size = graph.nbytes / 2**20
+    facts = len(graph.facts.ids)
+    print(
+        f"graph cache: {facts:,} facts read in {time.perf_counter() - started:.1f}s, "
+        f"{size:.1f} MB ({graph.nbytes / max(facts, 1):,.0f} B a fact)",
+        flush=True,
+    )
+    return round(size, 1)
+
+
+def percentile(sorted_values: list[float], q: float) -> float:
+    if not sorted_values:
+        return 0.0
+    index = min(len(sorted_values) - 1, max(0, round(q * (len(sorted_values) - 1))))
+    return sorted_values[index]
+
+
+async def blob_sources(client: httpx.AsyncClient) -> tuple[float, float]:
+    """The server's count of token-vector blobs taken from its cache and read from the
+    database so far (`engram_recall_token_vectors_total` on /metrics)."""
+    text = (await client.get("/metrics")).text
+    counts = {"cache": 0.0, "database": 0.0}
+    for line in text.splitlines():
+        for source in counts:
+            if line.startswith(f'engram_recall_token_vectors_total{{source="{source}"}} '):
+                counts[source] = float(line.split()[-1])
+    return counts["cache"], counts["database"]
