@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -20,24 +21,54 @@ DEFAULT_WORKER_METRICS_PORT = 9091
 DEFAULT_MAX_IN_FLIGHT = 64
 
 
-def _int(env: Mapping[str, str], name: str, default: int) -> int:
+def _int(
+    env: Mapping[str, str],
+    name: str,
+    default: int,
+    *,
+    minimum: int | None = None,
+    maximum: int | None = None,
+) -> int:
     raw = env.get(name)
     if raw is None or raw == "":
         return default
     try:
-        return int(raw)
+        value = int(raw)
     except ValueError as exc:
         raise ConfigurationError(f"{name} must be an integer, got {raw!r}") from exc
+    if minimum is not None and value < minimum:
+        raise ConfigurationError(f"{name} must be at least {minimum}, got {value}")
+    if maximum is not None and value > maximum:
+        raise ConfigurationError(f"{name} must be at most {maximum}, got {value}")
+    return value
 
 
-def _float(env: Mapping[str, str], name: str, default: float) -> float:
+def _port(env: Mapping[str, str], name: str, default: int) -> int:
+    return _int(env, name, default, minimum=1, maximum=65535)
+
+
+def _float(
+    env: Mapping[str, str],
+    name: str,
+    default: float,
+    *,
+    minimum: float | None = None,
+    maximum: float | None = None,
+) -> float:
     raw = env.get(name)
     if raw is None or raw == "":
         return default
     try:
-        return float(raw)
+        value = float(raw)
     except ValueError as exc:
         raise ConfigurationError(f"{name} must be a number, got {raw!r}") from exc
+    if math.isnan(value):
+        raise ConfigurationError(f"{name} must be a number, got {raw!r}")
+    if minimum is not None and value < minimum:
+        raise ConfigurationError(f"{name} must be at least {minimum}, got {raw!r}")
+    if maximum is not None and value > maximum:
+        raise ConfigurationError(f"{name} must be at most {maximum}, got {raw!r}")
+    return value
 
 
 @dataclass(frozen=True)
@@ -94,26 +125,19 @@ class SecuritySettings:
         auth = env.get("ENGRAM_AUTH", "")
         if auth not in ("", "keys", "off"):
             raise ConfigurationError(f"ENGRAM_AUTH must be keys or off, got {auth!r}")
-        settings = cls(
+        return cls(
             auth=auth,
-            max_body_bytes=_int(env, "ENGRAM_MAX_BODY_BYTES", DEFAULT_MAX_BODY_BYTES),
-            max_archive_bytes=_int(env, "ENGRAM_MAX_ARCHIVE_BYTES", DEFAULT_MAX_ARCHIVE_BYTES),
-            rate_limit_per_minute=_int(env, "ENGRAM_RATE_LIMIT_PER_MINUTE", 600),
+            max_body_bytes=_int(env, "ENGRAM_MAX_BODY_BYTES", DEFAULT_MAX_BODY_BYTES, minimum=1),
+            max_archive_bytes=_int(
+                env, "ENGRAM_MAX_ARCHIVE_BYTES", DEFAULT_MAX_ARCHIVE_BYTES, minimum=1
+            ),
+            rate_limit_per_minute=_int(env, "ENGRAM_RATE_LIMIT_PER_MINUTE", 600, minimum=1),
             cors_origins=_list(env, "ENGRAM_CORS_ORIGINS"),
             allowed_hosts=_list(env, "ENGRAM_ALLOWED_HOSTS"),
-            audit_retention_days=_int(env, "ENGRAM_AUDIT_RETENTION_DAYS", 90),
+            audit_retention_days=_int(env, "ENGRAM_AUDIT_RETENTION_DAYS", 90, minimum=1),
             payload_key=env.get("ENGRAM_PAYLOAD_KEY", ""),
             payload_previous_keys=_list(env, "ENGRAM_PAYLOAD_PREVIOUS_KEYS"),
         )
-        for name, value in (
-            ("ENGRAM_MAX_BODY_BYTES", settings.max_body_bytes),
-            ("ENGRAM_MAX_ARCHIVE_BYTES", settings.max_archive_bytes),
-            ("ENGRAM_RATE_LIMIT_PER_MINUTE", settings.rate_limit_per_minute),
-            ("ENGRAM_AUDIT_RETENTION_DAYS", settings.audit_retention_days),
-        ):
-            if value <= 0:
-                raise ConfigurationError(f"{name} must be positive, got {value}")
-        return settings
 
 
 @dataclass(frozen=True)
@@ -182,19 +206,12 @@ class Settings:
             raise ConfigurationError(
                 f"ENGRAM_EXTRACTION_MODE must be llm, local or none, got {mode!r}"
             )
-        max_in_flight = _int(env, "ENGRAM_MAX_IN_FLIGHT", DEFAULT_MAX_IN_FLIGHT)
-        if max_in_flight < 1:
-            raise ConfigurationError(
-                f"ENGRAM_MAX_IN_FLIGHT must be at least 1, got {max_in_flight}"
-            )
         llm = LLMSettings(
             api_key=env.get("ENGRAM_LLM_API_KEY", env.get("OPENAI_API_KEY", "")),
             base_url=env.get("ENGRAM_LLM_BASE_URL", env.get("OPENAI_BASE_URL", "")),
             model=env.get("ENGRAM_LLM_MODEL", "gpt-4o-mini"),
-            timeout_s=float(_int(env, "ENGRAM_LLM_TIMEOUT", 60)),
+            timeout_s=float(_int(env, "ENGRAM_LLM_TIMEOUT", 60, minimum=1)),
         )
-        if _int(env, "ENGRAM_API_PROCESSES", 1) < 1:
-            raise ConfigurationError("ENGRAM_API_PROCESSES must be at least 1")
         return cls(
             home=Path(env.get("ENGRAM_HOME", ".engram")).expanduser().absolute(),
             database_url=env.get("ENGRAM_DATABASE_URL", ""),
@@ -202,11 +219,11 @@ class Settings:
             temporal_namespace=env.get("ENGRAM_TEMPORAL_NAMESPACE", "default"),
             task_queue=env.get("ENGRAM_TASK_QUEUE", "engram"),
             api_host=env.get("ENGRAM_API_HOST", "127.0.0.1"),
-            api_port=_int(env, "ENGRAM_API_PORT", DEFAULT_API_PORT),
-            api_processes=_int(env, "ENGRAM_API_PROCESSES", 1),
-            temporal_port=_int(env, "ENGRAM_TEMPORAL_PORT", DEFAULT_TEMPORAL_PORT),
-            temporal_ui_port=_int(env, "ENGRAM_TEMPORAL_UI_PORT", DEFAULT_TEMPORAL_UI_PORT),
-            worker_metrics_port=_int(
+            api_port=_port(env, "ENGRAM_API_PORT", DEFAULT_API_PORT),
+            api_processes=_int(env, "ENGRAM_API_PROCESSES", 1, minimum=1),
+            temporal_port=_port(env, "ENGRAM_TEMPORAL_PORT", DEFAULT_TEMPORAL_PORT),
+            temporal_ui_port=_port(env, "ENGRAM_TEMPORAL_UI_PORT", DEFAULT_TEMPORAL_UI_PORT),
+            worker_metrics_port=_port(
                 env, "ENGRAM_WORKER_METRICS_PORT", DEFAULT_WORKER_METRICS_PORT
             ),
             worker_metrics_host=env.get("ENGRAM_WORKER_METRICS_HOST", "127.0.0.1"),
@@ -216,11 +233,13 @@ class Settings:
             else None,
             extraction_mode=mode,
             llm=llm,
-            db_pool_max=_int(env, "ENGRAM_DB_POOL_MAX", 10),
+            db_pool_max=_int(env, "ENGRAM_DB_POOL_MAX", 10, minimum=1),
             recall_reranker=env.get("ENGRAM_RERANKER", "maxsim"),
-            recall_mmr_lambda=_float(env, "ENGRAM_RECALL_MMR_LAMBDA", 0.699),
-            recall_token_cache_mb=_int(env, "ENGRAM_RECALL_TOKEN_CACHE_MB", 256),
-            recall_graph_cache_mb=_int(env, "ENGRAM_RECALL_GRAPH_CACHE_MB", 256),
+            recall_mmr_lambda=_float(
+                env, "ENGRAM_RECALL_MMR_LAMBDA", 0.699, minimum=0.0, maximum=1.0
+            ),
+            recall_token_cache_mb=_int(env, "ENGRAM_RECALL_TOKEN_CACHE_MB", 256, minimum=0),
+            recall_graph_cache_mb=_int(env, "ENGRAM_RECALL_GRAPH_CACHE_MB", 256, minimum=0),
             security=SecuritySettings.from_env(env),
-            max_in_flight=max_in_flight,
+            max_in_flight=_int(env, "ENGRAM_MAX_IN_FLIGHT", DEFAULT_MAX_IN_FLIGHT, minimum=1),
         )

@@ -50,9 +50,33 @@ def test_external_services_and_a_key_switch_modes() -> None:
             {"ENGRAM_RECALL_TOKEN_CACHE_MB": "lots"},
             "ENGRAM_RECALL_TOKEN_CACHE_MB must be an integer",
         ),
-        ({"ENGRAM_MAX_IN_FLIGHT": "0"}, "ENGRAM_MAX_IN_FLIGHT must be at least 1"),
+        ({"ENGRAM_MAX_IN_FLIGHT": "0"}, "ENGRAM_MAX_IN_FLIGHT must be at least 1, got 0"),
+        ({"ENGRAM_RECALL_GRAPH_CACHE_MB": "-1"}, "ENGRAM_RECALL_GRAPH_CACHE_MB must be at least 0"),
+        ({"ENGRAM_RECALL_TOKEN_CACHE_MB": "-5"}, "ENGRAM_RECALL_TOKEN_CACHE_MB must be at least 0"),
+        ({"ENGRAM_API_PORT": "70000"}, "ENGRAM_API_PORT must be at most 65535, got 70000"),
+        ({"ENGRAM_WORKER_METRICS_PORT": "-1"}, "ENGRAM_WORKER_METRICS_PORT must be at least 1"),
+        ({"ENGRAM_DB_POOL_MAX": "0"}, "ENGRAM_DB_POOL_MAX must be at least 1"),
+        ({"ENGRAM_LLM_TIMEOUT": "0"}, "ENGRAM_LLM_TIMEOUT must be at least 1"),
+        ({"ENGRAM_MAX_BODY_BYTES": "0"}, "ENGRAM_MAX_BODY_BYTES must be at least 1"),
+        ({"ENGRAM_RECALL_MMR_LAMBDA": "1.5"}, "ENGRAM_RECALL_MMR_LAMBDA must be at most 1.0"),
+        ({"ENGRAM_RECALL_MMR_LAMBDA": "nan"}, "ENGRAM_RECALL_MMR_LAMBDA must be a number"),
     ],
 )
 def test_bad_values_are_named(env: dict[str, str], message: str) -> None:
     with pytest.raises(ConfigurationError, match=message):
         Settings.from_env(env)
+
+
+def test_bounds_admit_their_edges() -> None:
+    settings = Settings.from_env(
+        {
+            "ENGRAM_RECALL_GRAPH_CACHE_MB": "0",
+            "ENGRAM_API_PORT": "65535",
+            "ENGRAM_RECALL_MMR_LAMBDA": "1",
+            "ENGRAM_MAX_IN_FLIGHT": "1",
+        }
+    )
+    assert settings.recall_graph_cache_mb == 0
+    assert settings.api_port == 65535
+    assert settings.recall_mmr_lambda == 1.0
+    assert settings.max_in_flight == 1
