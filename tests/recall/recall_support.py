@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import httpx
 from starlette.applications import Starlette
 from temporalio.testing import WorkflowEnvironment
 
@@ -239,6 +240,29 @@ def recall_app(
     application = create_app(_never)
     application.state.services = Services(settings, pool, temporal.client, embedder, cpu)
     return application
+
+
+# Facts for the migration tests: a bank written in an older storage format, converted, must
+# still answer "Which pet did Dana adopt?" with the first one.
+OLD_FORMAT_FACTS = (
+    "Dana adopted a kitten from the animal shelter.",
+    "The warehouse access code is ZX-4471.",
+    "Ivo works as a lighthouse keeper in Porto.",
+    "Priya visited the botanical garden in June.",
+)
+OLD_FORMAT_QUERY = "Which pet did Dana adopt?"
+
+
+async def traced_recall(application: Starlette, bank: str, query: str) -> dict[str, Any]:
+    """One recall with its trace through the app, in process; fails on any status but 200."""
+    transport = httpx.ASGITransport(app=application)
+    async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+        response = await client.post(
+            f"{BASE}/{bank}/memories/recall", json={"query": query, "trace": True}
+        )
+    assert response.status_code == 200, response.text
+    body: dict[str, Any] = response.json()
+    return body
 
 
 def _never() -> Any:

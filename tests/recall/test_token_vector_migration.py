@@ -7,7 +7,6 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import httpx
 import numpy as np
 from numpy.typing import NDArray
 from support.old_schema import migrate_before
@@ -18,13 +17,11 @@ from engine.embedding import Embedder
 from engine.recall.vectors import decode_token_vectors, row_bytes
 from engine.store.banks import ensure_bank
 from engram.postgres import EmbeddedPostgres
-from recall.recall_support import BASE, recall_app
-
-FACTS = (
-    "Dana adopted a kitten from the animal shelter.",
-    "The warehouse access code is ZX-4471.",
-    "Ivo works as a lighthouse keeper in Porto.",
-    "Priya visited the botanical garden in June.",
+from recall.recall_support import (
+    OLD_FORMAT_FACTS,
+    OLD_FORMAT_QUERY,
+    recall_app,
+    traced_recall,
 )
 
 _INSERT = """
@@ -50,14 +47,16 @@ async def test_int8_token_vectors_are_converted_and_the_bank_keeps_answering(
 ) -> None:
     dsn = postgres.create_database(f"t_int8_{uuid.uuid4().hex[:10]}")
     await migrate_before(dsn, embedder.dimension, 14)
-    pooled, tokens = embedder.embed_with_tokens(list(FACTS))
-    ids = [str(uuid.uuid4()) for _ in FACTS]
+    pooled, tokens = embedder.embed_with_tokens(list(OLD_FORMAT_FACTS))
+    ids = [str(uuid.uuid4()) for _ in OLD_FORMAT_FACTS]
     bank = "before-0014"
     pool = await create_pool(dsn, max_size=4)
     try:
         async with pool.acquire() as conn:
             await ensure_bank(conn, bank)
-            for fact_id, text, vector, matrix in zip(ids, FACTS, pooled, tokens, strict=True):
+            for fact_id, text, vector, matrix in zip(
+                ids, OLD_FORMAT_FACTS, pooled, tokens, strict=True
+            ):
                 await conn.execute(_INSERT, fact_id, bank, text, vector, int8_blob(matrix))
         applied = await migrate(dsn, embedder.dimension, embedder.space)
         assert "0014_int4_token_vectors.sql" in applied
@@ -77,14 +76,7 @@ async def test_int8_token_vectors_are_converted_and_the_bank_keeps_answering(
             assert cosines.min() > 0.97, cosines
 
         application = recall_app(tmp_path, pool, temporal_env, embedder, cpu)
-        transport = httpx.ASGITransport(app=application)
-        async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
-            response = await client.post(
-                f"{BASE}/{bank}/memories/recall",
-                json={"query": "Which pet did Dana adopt?", "trace": True},
-            )
-        assert response.status_code == 200, response.text
-        body = response.json()
+        body = await traced_recall(application, bank, OLD_FORMAT_QUERY)
         assert body["results"][0]["id"] == ids[0]
         assert body["trace"]["rerank"]["reranker"] == "maxsim"
     finally:
