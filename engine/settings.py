@@ -19,6 +19,38 @@ DEFAULT_WORKER_METRICS_PORT = 9091
 # retain waits seconds for its workflow holding none, so 64 keeps the pool (10) and the two
 # CPU threads busy without letting a queue grow past what clients wait for.
 DEFAULT_MAX_IN_FLIGHT = 64
+# The graph cache's default: a sixteenth of the machine's memory shared by the server
+# processes, within these bounds (MB). 256 MB holds a bank of ~200,000 facts.
+GRAPH_CACHE_FLOOR_MB = 256
+GRAPH_CACHE_CEILING_MB = 2048
+_CGROUP_LIMITS = (
+    Path("/sys/fs/cgroup/memory.max"),  # cgroup v2
+    Path("/sys/fs/cgroup/memory/memory.limit_in_bytes"),  # cgroup v1
+)
+
+
+def machine_memory_bytes() -> int:
+    """Physical memory, or the container's limit when it is lower; 0 when unknown."""
+    try:
+        total = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError):
+        total = 0
+    for path in _CGROUP_LIMITS:
+        try:
+            raw = path.read_text().strip()
+        except OSError:
+            continue
+        if raw.isdigit() and 0 < int(raw) < (total or int(raw) + 1):
+            total = int(raw)
+    return max(total, 0)
+
+
+def default_graph_cache_mb(processes: int = 1, memory_bytes: int | None = None) -> int:
+    """A sixteenth of the machine's memory per server process, within the floor and ceiling:
+    256 MB on a 4 GB machine, 1.5 GB on 24 GB with one process."""
+    memory = machine_memory_bytes() if memory_bytes is None else memory_bytes
+    share = memory // 16 // max(processes, 1) // 2**20
+    return min(max(share, GRAPH_CACHE_FLOOR_MB), GRAPH_CACHE_CEILING_MB)
 
 
 def _int(
@@ -171,8 +203,9 @@ class Settings:
     # Token vectors of recently reranked facts kept in memory (engine/recall/token_cache.py).
     recall_token_cache_mb: int = 256
     # Banks' graphs kept in the server's memory for the graph arm (engine/recall/graph_cache.py;
-    # ~1.2 kB a fact, a bank over it stays on the SQL path; 0: off).
-    recall_graph_cache_mb: int = 256
+    # ~1.2 kB a fact, a bank over it stays on the SQL path; 0: off). Default: a sixteenth of
+    # the machine's memory per server process, 256-2048 MB.
+    recall_graph_cache_mb: int = field(default_factory=default_graph_cache_mb)
     security: SecuritySettings = field(default_factory=SecuritySettings)
     max_in_flight: int = DEFAULT_MAX_IN_FLIGHT
 
@@ -212,6 +245,7 @@ class Settings:
             model=env.get("ENGRAM_LLM_MODEL", "gpt-4o-mini"),
             timeout_s=float(_int(env, "ENGRAM_LLM_TIMEOUT", 60, minimum=1)),
         )
+        api_processes = _int(env, "ENGRAM_API_PROCESSES", 1, minimum=1)
         return cls(
             home=Path(env.get("ENGRAM_HOME", ".engram")).expanduser().absolute(),
             database_url=env.get("ENGRAM_DATABASE_URL", ""),
@@ -220,7 +254,7 @@ class Settings:
             task_queue=env.get("ENGRAM_TASK_QUEUE", "engram"),
             api_host=env.get("ENGRAM_API_HOST", "127.0.0.1"),
             api_port=_port(env, "ENGRAM_API_PORT", DEFAULT_API_PORT),
-            api_processes=_int(env, "ENGRAM_API_PROCESSES", 1, minimum=1),
+            api_processes=api_processes,
             temporal_port=_port(env, "ENGRAM_TEMPORAL_PORT", DEFAULT_TEMPORAL_PORT),
             temporal_ui_port=_port(env, "ENGRAM_TEMPORAL_UI_PORT", DEFAULT_TEMPORAL_UI_PORT),
             worker_metrics_port=_port(
@@ -239,7 +273,12 @@ class Settings:
                 env, "ENGRAM_RECALL_MMR_LAMBDA", 0.699, minimum=0.0, maximum=1.0
             ),
             recall_token_cache_mb=_int(env, "ENGRAM_RECALL_TOKEN_CACHE_MB", 256, minimum=0),
-            recall_graph_cache_mb=_int(env, "ENGRAM_RECALL_GRAPH_CACHE_MB", 256, minimum=0),
+            recall_graph_cache_mb=_int(
+                env,
+                "ENGRAM_RECALL_GRAPH_CACHE_MB",
+                default_graph_cache_mb(api_processes),
+                minimum=0,
+            ),
             security=SecuritySettings.from_env(env),
             max_in_flight=_int(env, "ENGRAM_MAX_IN_FLIGHT", DEFAULT_MAX_IN_FLIGHT, minimum=1),
         )

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from engine.errors import ConfigurationError
-from engine.settings import Settings
+from engine.settings import Settings, default_graph_cache_mb
 
 
 def test_defaults_are_fully_embedded_and_local() -> None:
@@ -80,3 +80,16 @@ def test_bounds_admit_their_edges() -> None:
     assert settings.api_port == 65535
     assert settings.recall_mmr_lambda == 1.0
     assert settings.max_in_flight == 1
+
+
+def test_the_graph_cache_defaults_to_a_share_of_the_machine() -> None:
+    gib = 2**30
+    assert default_graph_cache_mb(1, 4 * gib) == 256  # the floor
+    assert default_graph_cache_mb(1, 24 * gib) == 1536
+    assert default_graph_cache_mb(2, 24 * gib) == 768  # shared by the server processes
+    assert default_graph_cache_mb(1, 256 * gib) == 2048  # the ceiling
+    assert default_graph_cache_mb(1, 0) == 256  # memory unknown
+    processes = Settings.from_env({"ENGRAM_API_PROCESSES": "2"})
+    assert processes.recall_graph_cache_mb == default_graph_cache_mb(2)
+    chosen = Settings.from_env({"ENGRAM_RECALL_GRAPH_CACHE_MB": "300"})
+    assert chosen.recall_graph_cache_mb == 300
