@@ -4,8 +4,8 @@ retain pipeline's LLM supersession of newly stored facts."""
 from __future__ import annotations
 
 from temporalio import activity
-from temporalio.service import RPCError, RPCStatusCode
 
+from activities.schedules import drop_schedule
 from engine.db import Pool
 from engine.errors import NotFound
 from engine.lifecycle.llm_detect import apply_llm_supersession
@@ -53,7 +53,7 @@ class LifecycleActivities:
             try:
                 bank = await get_bank(conn, start.bank_id)
             except NotFound:
-                await _delete_schedule(start.bank_id)
+                await drop_schedule(activity.client(), lifecycle_schedule_id(start.bank_id))
                 return LifecyclePlan(False)
             await register_operation(
                 conn,
@@ -103,11 +103,3 @@ class LifecycleActivities:
                 done.now,
                 done.operation_id,
             )
-
-
-async def _delete_schedule(bank_id: str) -> None:
-    try:
-        await activity.client().get_schedule_handle(lifecycle_schedule_id(bank_id)).delete()
-    except RPCError as exc:
-        if exc.status != RPCStatusCode.NOT_FOUND:
-            raise

@@ -8,8 +8,8 @@ from concurrent.futures import Executor
 import numpy as np
 from numpy.typing import NDArray
 from temporalio import activity
-from temporalio.service import RPCError, RPCStatusCode
 
+from activities.schedules import drop_schedule
 from engine.db import Pool
 from engine.embedding import Embedder
 from engine.mental_models.payloads import (
@@ -98,11 +98,7 @@ class MentalModelActivities:
         client = activity.client()
         for kind in ("model", "report"):
             schedule_id = schedule_id_for(trigger.bank_id, trigger.model_id, kind)
-            try:
-                await client.get_schedule_handle(schedule_id).delete()
-            except RPCError as exc:
-                if exc.status != RPCStatusCode.NOT_FOUND:
-                    raise
+            await drop_schedule(client, schedule_id)
         activity.logger.info(
             "mental model %s/%s is gone: its schedule was deleted",
             trigger.bank_id,

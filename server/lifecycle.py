@@ -8,17 +8,13 @@ from temporalio.client import (
     Client,
     Schedule,
     ScheduleActionStartWorkflow,
-    ScheduleAlreadyRunningError,
     ScheduleOverlapPolicy,
     SchedulePolicy,
     ScheduleSpec,
-    ScheduleUpdate,
-    ScheduleUpdateInput,
 )
-from temporalio.service import RPCError, RPCStatusCode
 
+from activities.schedules import drop_schedule, put_schedule
 from engine.consolidation.payloads import ConsolidationRequest
-from engine.errors import InvalidInput
 from engine.lifecycle.erasure import ForgetResult
 from engine.lifecycle.payloads import LifecycleRequest
 from engine.lifecycle.schedule import lifecycle_schedule_id, record_schedule, scheduled_cron
@@ -51,30 +47,13 @@ async def ensure_lifecycle_schedule(services: Services, bank: Bank) -> None:
             return
     schedule_id = lifecycle_schedule_id(bank.bank_id)
     schedule = lifecycle_schedule(bank.bank_id, cron, services.settings.task_queue)
-    client = services.temporal
-    try:
-        try:
-            await client.create_schedule(schedule_id, schedule)
-        except ScheduleAlreadyRunningError:
-
-            def update(_: ScheduleUpdateInput) -> ScheduleUpdate:
-                return ScheduleUpdate(schedule=schedule)
-
-            await client.get_schedule_handle(schedule_id).update(update)
-    except RPCError as exc:
-        if exc.status == RPCStatusCode.INVALID_ARGUMENT:
-            raise InvalidInput("lifecycle.schedule_cron", f"Temporal refused it: {exc}") from exc
-        raise
+    await put_schedule(services.temporal, schedule_id, schedule, "lifecycle.schedule_cron")
     async with services.pool.acquire() as conn:
         await record_schedule(conn, bank.bank_id, cron)
 
 
 async def delete_lifecycle_schedule(client: Client, bank_id: str) -> None:
-    try:
-        await client.get_schedule_handle(lifecycle_schedule_id(bank_id)).delete()
-    except RPCError as exc:
-        if exc.status != RPCStatusCode.NOT_FOUND:
-            raise
+    await drop_schedule(client, lifecycle_schedule_id(bank_id))
 
 
 async def after_erasure(services: Services, bank: Bank, result: ForgetResult) -> None:

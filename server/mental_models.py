@@ -12,17 +12,13 @@ from temporalio.client import (
     Client,
     Schedule,
     ScheduleActionStartWorkflow,
-    ScheduleAlreadyRunningError,
     ScheduleOverlapPolicy,
     SchedulePolicy,
     ScheduleSpec,
-    ScheduleUpdate,
-    ScheduleUpdateInput,
 )
-from temporalio.service import RPCError, RPCStatusCode
 
 from activities.mental_models import OPERATION_KIND, refresh_request_hash
-from engine.errors import InvalidInput
+from activities.schedules import drop_schedule, put_schedule
 from engine.mental_models.payloads import RefreshAsk, RefreshReason, RefreshRequest, TriggerRequest
 from engine.mental_models.store import MentalModel
 from engine.mental_models.trigger import crons_of, schedule_id_for
@@ -54,32 +50,12 @@ async def sync_schedule(client: Client, model: MentalModel, task_queue: str) -> 
     crons = crons_of(model.trigger)
     if not crons:
         if model.schedule_id is not None:
-            await delete_schedule(client, model.schedule_id)
+            await drop_schedule(client, model.schedule_id)
         return None
     schedule_id = schedule_id_for(model.bank_id, model.id, model.kind)
     schedule = model_schedule(model, crons, task_queue)
-    try:
-        try:
-            await client.create_schedule(schedule_id, schedule)
-        except ScheduleAlreadyRunningError:
-
-            def update(_: ScheduleUpdateInput) -> ScheduleUpdate:
-                return ScheduleUpdate(schedule=schedule)
-
-            await client.get_schedule_handle(schedule_id).update(update)
-    except RPCError as exc:
-        if exc.status == RPCStatusCode.INVALID_ARGUMENT:
-            raise InvalidInput("trigger.refresh_cron", f"Temporal refused it: {exc}") from exc
-        raise
+    await put_schedule(client, schedule_id, schedule, "trigger.refresh_cron")
     return schedule_id
-
-
-async def delete_schedule(client: Client, schedule_id: str) -> None:
-    try:
-        await client.get_schedule_handle(schedule_id).delete()
-    except RPCError as exc:
-        if exc.status != RPCStatusCode.NOT_FOUND:
-            raise
 
 
 async def submit_refresh(

@@ -8,15 +8,13 @@ from temporalio.client import (
     Client,
     Schedule,
     ScheduleActionStartWorkflow,
-    ScheduleAlreadyRunningError,
     ScheduleIntervalSpec,
     ScheduleOverlapPolicy,
     SchedulePolicy,
     ScheduleSpec,
-    ScheduleUpdate,
-    ScheduleUpdateInput,
 )
 
+from activities.schedules import put_schedule
 from engine.consolidation.payloads import SweepRequest
 from workflows.consolidation import (
     SWEEP_INTERVAL,
@@ -45,12 +43,5 @@ async def ensure_schedules(client: Client, task_queue: str) -> list[str]:
     workers starting at once all succeed). Returns their ids."""
     schedule_id = sweep_schedule_id(task_queue)
     schedule = consolidation_sweep(task_queue)
-    try:
-        await client.create_schedule(schedule_id, schedule)
-    except ScheduleAlreadyRunningError:
-
-        def update(_: ScheduleUpdateInput) -> ScheduleUpdate:
-            return ScheduleUpdate(schedule=schedule)
-
-        await client.get_schedule_handle(schedule_id).update(update)
+    await put_schedule(client, schedule_id, schedule)
     return [schedule_id]

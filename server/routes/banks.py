@@ -12,6 +12,7 @@ from starlette.routing import Route
 from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 from temporalio.service import RPCError
 
+from activities.schedules import drop_schedule
 from engine.errors import InvalidInput
 from engine.lifecycle.policy import DEFAULT_PRESET, PRESETS
 from engine.mental_models.store import bank_schedule_ids
@@ -38,7 +39,6 @@ from server.http import (
 )
 from server.lifecycle import delete_lifecycle_schedule, ensure_lifecycle_schedule
 from server.mcp_server.tools import TOOLS_BY_NAME
-from server.mental_models import delete_schedule
 from server.openapi import ApiRoute
 from server.queries import PageQuery
 from server.responses import (
@@ -199,7 +199,7 @@ async def delete(request: Request) -> Response:
     # The bank's mental-model and report schedules go with it (a leftover one would also
     # delete itself when it next fires, but should not linger in the Temporal UI).
     for schedule_id in schedules:
-        await delete_schedule(services.temporal, schedule_id)
+        await drop_schedule(services.temporal, schedule_id)
     await delete_lifecycle_schedule(services.temporal, bank_id)
     return json_response({"success": True, "message": f"bank {bank_id} deleted"})
 

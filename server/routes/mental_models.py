@@ -15,6 +15,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from activities.schedules import drop_schedule
 from engine.errors import InvalidInput
 from engine.limits import MAX_NAME_CHARS, MAX_RECALL_TOKENS
 from engine.mental_models.payloads import Kind
@@ -51,7 +52,7 @@ from server.http import (
 )
 from server.lifecycle_responses import MentalModelDryRunRefreshResult
 from server.mental_model_preview import dry_run_refresh
-from server.mental_models import delete_schedule, submit_refresh, sync_schedule
+from server.mental_models import submit_refresh, sync_schedule
 from server.openapi import ApiRoute
 from server.schemas import Request as Body
 
@@ -295,7 +296,7 @@ async def delete(request: Request) -> Response:
     async with services.pool.acquire() as conn, conn.transaction():
         model = await delete_model(conn, bank_id, model_id)
         if model.schedule_id is not None:
-            await delete_schedule(services.temporal, model.schedule_id)
+            await drop_schedule(services.temporal, model.schedule_id)
     return json_response({"success": True, "deleted": model_id})
 
 
