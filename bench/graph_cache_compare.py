@@ -1,10 +1,10 @@
 """Recall with the bank's graph in memory against recall walking in SQL: the same answers?
 
-Runs the recall engine in process twice over one pool, one engine walking the graph in SQL
-and one over the bank's graph in memory (engine/recall/graph_cache.py), on the synthetic
-queries of bench/recall_latency.py's bank, and prints how many recalls returned the same
-facts in the same order, how many graph arms found the same facts in the same order, and
-the first differences.
+Runs the recall engine in process twice over one pool, one engine reading in SQL and one
+over the bank held in memory (engine/recall/graph_cache.py: the graph walk, the temporal
+arm's exact window and spread), on the synthetic queries of bench/recall_latency.py's bank,
+and prints how many recalls returned the same facts in the same order, how many graph and
+temporal arms found the same facts in the same order, and the first differences.
 
     .venv/bin/python -m bench.graph_cache_compare --data-dir /work/cache-100k --queries 200
 """
@@ -33,8 +33,12 @@ from engine.settings import Settings  # noqa: E402
 from server.services import CPU_THREADS  # noqa: E402
 
 
-def _graph_ids(result: RecallResult) -> list[str]:
-    return [h.unit_id for arm in result.arms if arm.arm == "graph" for h in arm.hits]
+def _arm_ids(result: RecallResult, name: str) -> list[str]:
+    return [h.unit_id for arm in result.arms if arm.arm == name for h in arm.hits]
+
+
+def _arm_scores(result: RecallResult, name: str) -> list[float]:
+    return [h.score for arm in result.arms if arm.arm == name for h in arm.hits]
 
 
 async def run(args: argparse.Namespace, database_url: str) -> int:
@@ -57,7 +61,8 @@ async def run(args: argparse.Namespace, database_url: str) -> int:
         _, vocab = generate_facts(args.facts, seed=SEED, start=START, days=DAYS)
         days = max(60, round(DAYS * min(1.0, facts_n / args.facts)))
         queries = generate_queries(args.queries, vocab, seed=SEED + 2, start=START, days=days)
-        same = same_graph = 0
+        same = same_graph = same_temporal = 0
+        worst = 0.0  # the largest difference of a temporal hit's score
         budget: Budget = args.budget
         for query in queries:
             request = RecallRequest(
@@ -71,7 +76,11 @@ async def run(args: argparse.Namespace, database_url: str) -> int:
             ids_a = [m.row.id for m in a.memories]
             ids_b = [m.row.id for m in b.memories]
             same += ids_a == ids_b
-            same_graph += _graph_ids(a) == _graph_ids(b)
+            same_graph += _arm_ids(a, "graph") == _arm_ids(b, "graph")
+            same_temporal += _arm_ids(a, "temporal") == _arm_ids(b, "temporal")
+            if _arm_ids(a, "temporal") == _arm_ids(b, "temporal"):
+                pairs = zip(_arm_scores(a, "temporal"), _arm_scores(b, "temporal"), strict=True)
+                worst = max([worst, *(abs(x - y) for x, y in pairs)])
             if ids_a != ids_b and differ < 5:
                 differ += 1
                 first = next(
@@ -83,7 +92,8 @@ async def run(args: argparse.Namespace, database_url: str) -> int:
                 )
         print(
             f"{len(queries)} recalls, budget {budget}: same facts in the same order "
-            f"{same}/{len(queries)}; graph arm the same {same_graph}/{len(queries)}"
+            f"{same}/{len(queries)}; graph arm the same {same_graph}/{len(queries)}; "
+            f"temporal arm the same {same_temporal}/{len(queries)} (scores within {worst:.1e})"
         )
         return 0 if same == len(queries) else 2
     finally:

@@ -35,6 +35,7 @@ from engine.recall.config import RecallConfig
 from engine.recall.fusion import fuse_rrf, seeds_of, shortlist
 from engine.recall.graph import GraphWalk, graph_work
 from engine.recall.graph_cache import GraphCache, graph_cache_for
+from engine.recall.graph_memory import BankGraph
 from engine.recall.keyword import keyword_arm
 from engine.recall.lifecycle import is_current, visible_as_of
 from engine.recall.mmr import mmr_order
@@ -43,7 +44,7 @@ from engine.recall.query import QueryText, QueryVectors, analyse_text, embed_que
 from engine.recall.rerank import MaxSimReranker, Reranker, load_reranker
 from engine.recall.scoring import combined_scores
 from engine.recall.semantic import semantic_arm
-from engine.recall.temporal import temporal_arm
+from engine.recall.temporal import pooled_temporal_arm
 from engine.recall.token_cache import DEFAULT_CAPACITY_MB, TokenVectorCache
 from engine.recall.trace import build_trace
 from engine.recall.types import (
@@ -165,11 +166,14 @@ class RecallEngine:
         async with asyncio.TaskGroup() as group:
             text_task = group.create_task(_timed(text_future, timer, "analyse"))
             vector_task = group.create_task(_timed(vector_future, timer, "embed"))
+            # Whether the bank held in memory is still exact: one index probe beside the
+            # query's embedding, for the graph and temporal arms.
+            held = group.create_task(self._held(request.bank_id))
             keyword = group.create_task(self._keyword(request, text_task))
             semantic = group.create_task(self._semantic(request, vector_task))
-            temporal = group.create_task(self._temporal(request, text_task, vector_task))
+            temporal = group.create_task(self._temporal(request, text_task, vector_task, held))
             graph = group.create_task(
-                self._graph(request, vector_task, (semantic, keyword, temporal))
+                self._graph(request, vector_task, held, (semantic, keyword, temporal))
             )
         arms = [semantic.result(), keyword.result(), graph.result(), temporal.result()]
         text, vectors = text_task.result(), vector_task.result()
@@ -289,35 +293,42 @@ class RecallEngine:
                 floor=self._config.similarity_floor,
             )
 
+    async def _held(self, bank_id: str) -> BankGraph | None:
+        """The bank's graph in memory if it is still exact (None: read in SQL)."""
+        return await self._graph_cache.fresh(bank_id) if self._graph_cache else None
+
     async def _temporal(
         self,
         request: RecallRequest,
         text_task: asyncio.Task[QueryText],
         vector_task: asyncio.Task[QueryVectors],
+        held: asyncio.Task[BankGraph | None],
     ) -> ArmResult:
         text = await text_task
         window = request.temporal_window or text.window
         if window is None:
             return ArmResult("temporal", [], 0.0, "no time window in the query")
         vectors = await vector_task
-        profile = self._config.budget(request.budget)
-        async with self._pool.acquire() as conn:
-            return await temporal_arm(
-                conn,
-                request,
-                vectors.vector,
-                window,
-                limit=profile.arm_limit,
-                ef_search=profile.ef_search,
-                spread_seeds=self._config.temporal_spread_seeds,
-                spread_decay=self._config.temporal_spread_decay,
-                fanout=profile.graph_fanout,
-            )
+        config, profile = self._config, self._config.budget(request.budget)
+        graph = await held
+        return await pooled_temporal_arm(
+            self._pool,
+            (graph, self._cpu) if graph is not None else None,
+            request,
+            vectors.vector,
+            window,
+            limit=profile.arm_limit,
+            ef_search=profile.ef_search,
+            spread_seeds=config.temporal_spread_seeds,
+            spread_decay=config.temporal_spread_decay,
+            fanout=profile.graph_fanout,
+        )
 
     async def _graph(
         self,
         request: RecallRequest,
         vector_task: asyncio.Task[QueryVectors],
+        held: asyncio.Task[BankGraph | None],
         sources: Sequence[asyncio.Task[ArmResult]],
     ) -> ArmResult:
         """The entities the query names are looked up as soon as it is embedded, beside the
@@ -326,13 +337,9 @@ class RecallEngine:
         if config.weights.get("graph", 0.0) <= 0:
             return ArmResult("graph", [], 0.0, "weighted 0")
         loop = asyncio.get_running_loop()
-        cache = self._graph_cache
-        # Whether the bank's graph in memory is still exact: one index probe beside the
-        # query's embedding.
-        fresh = asyncio.ensure_future(cache.fresh(request.bank_id)) if cache else None
         keys = await loop.run_in_executor(self._cpu, name_keys, request.query)
         vectors = await vector_task
-        graph = await fresh if fresh is not None else None
+        graph = await held
         profile = config.budget(request.budget)
         cached = (graph, self._cpu) if graph is not None else None
         walk = GraphWalk(self._pool, request, vectors.vector, graph_work(config, profile), cached)

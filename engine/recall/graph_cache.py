@@ -13,8 +13,13 @@ several server processes each keep and check their own copy.
 
 Bounded: the graphs of all banks together stay under `capacity` bytes (least recently used
 bank dropped first); a bank whose estimated size is over it is not read at all and keeps the
-SQL path. Measured at 100k facts: ~1.2 kB a fact (docs/benchmarks.md "Tenth pass"), most of
-it the 384 float16 dimensions of each embedding (768 B).
+SQL path. Measured at 100k facts: ~1.3 kB a fact (docs/benchmarks.md "Tenth pass" and
+"Twelfth pass"), most of it the 384 float16 dimensions of each embedding (768 B); the
+temporal arm's dates (25 B) and temporal links (~10 a fact, 8 B each) ~100 B of it.
+
+The temporal arm reads the same graph (engine/recall/temporal_memory.py): every write of a
+fact's dates sets its `updated_at` (consolidation, correction), which the update trigger
+counts, so dates are exact on the same terms.
 
 `bank_changes` is pruned by every server process, whether or not it keeps graphs
 (`ChangePruner`, a task of the server's): every `max_age` (an hour) it deletes the rows of
@@ -46,12 +51,15 @@ from engine.db import Pool
 from engine.recall.config import BUDGETS, RecallConfig
 from engine.recall.graph_memory import (
     LINK_TYPES,
+    PG_EPOCH,
     STATES,
     BankGraph,
+    Dates,
     Entities,
     Facts,
     Links,
     Snapshot,
+    TemporalLinks,
     Terms,
     csr_of,
     invert,
@@ -61,7 +69,7 @@ from engine.recall.types import FACT_TYPES
 log = logging.getLogger(__name__)
 
 # Estimated bytes a fact costs before a bank is read (measured after: BankGraph.nbytes).
-BYTES_PER_FACT = 1200
+BYTES_PER_FACT = 1300
 # A bank too large for the capacity is looked at again after this long (it may have shrunk).
 RETRY_TOO_LARGE_S = 600.0
 # The longest a graph is kept, and how often `bank_changes` is pruned (see above).
@@ -91,7 +99,16 @@ SELECT count(*) AS n,
        string_agg(int2send((array_position($2::text[], fact_type) - 1)::int2), ''::bytea
                   ORDER BY id) AS types,
        string_agg(int2send((array_position($3::text[], state) - 1)::int2), ''::bytea
-                  ORDER BY id) AS states
+                  ORDER BY id) AS states,
+       string_agg(timestamptz_send(coalesce(occurred_start, $4)), ''::bytea ORDER BY id)
+           AS starts,
+       string_agg(timestamptz_send(coalesce(occurred_end, occurred_start, $4)), ''::bytea
+                  ORDER BY id) AS ends,
+       string_agg(timestamptz_send(coalesce(mentioned_at, $4)), ''::bytea ORDER BY id)
+           AS mentioned,
+       string_agg(int2send(((occurred_start IS NOT NULL)::int
+                            + 2 * (mentioned_at IS NOT NULL)::int)::int2), ''::bytea
+                  ORDER BY id) AS dated
 FROM memory_units WHERE bank_id = $1
 """
 
@@ -125,6 +142,23 @@ r AS (SELECT ua.i AS a, ub.i AS b, e.weight,
 SELECT a, string_agg(int4send(b), ''::bytea ORDER BY k) AS other,
        string_agg(float4send(weight), ''::bytea ORDER BY k) AS weight,
        string_agg(int2send(kind::int2), ''::bytea ORDER BY k) AS kind
+FROM r WHERE k <= $2 GROUP BY a
+"""
+
+# engine/recall/temporal.py's spread: temporal links alone, in the order its statement reads
+# them (weight, then the other fact's id), the widest budget's fanout of them.
+_TEMPORAL = f"""
+WITH {_NUMBERED},
+e AS (SELECT l.from_unit AS a, l.to_unit AS b, l.weight
+      FROM u JOIN memory_links l ON l.from_unit = u.id AND l.link_type = 'temporal'
+      UNION ALL
+      SELECT l.to_unit, l.from_unit, l.weight
+      FROM u JOIN memory_links l ON l.to_unit = u.id AND l.link_type = 'temporal'),
+r AS (SELECT ua.i AS a, ub.i AS b, e.weight,
+             row_number() OVER (PARTITION BY ua.i ORDER BY e.weight DESC, e.b) AS k
+      FROM e JOIN u ua ON ua.id = e.a JOIN u ub ON ub.id = e.b)
+SELECT a, string_agg(int4send(b), ''::bytea ORDER BY k) AS other,
+       string_agg(float4send(weight), ''::bytea ORDER BY k) AS weight
 FROM r WHERE k <= $2 GROUP BY a
 """
 
@@ -248,15 +282,16 @@ class GraphCache:
             assert head is not None  # one row, always
             if head["facts"] * BYTES_PER_FACT > self.capacity:
                 return None
-            facts = await conn.fetchrow(_FACTS, bank_id, list(FACT_TYPES), list(STATES))
+            facts = await conn.fetchrow(_FACTS, bank_id, list(FACT_TYPES), list(STATES), PG_EPOCH)
             tags = await conn.fetch(_TAGS, bank_id)
             links = await conn.fetch(_LINKS, bank_id, self._max_fanout, list(LINK_TYPES))
+            temporal = await conn.fetch(_TEMPORAL, bank_id, self._max_fanout)
             entities = await conn.fetch(_ENTITIES, bank_id, self._max_entity_mentions)
             terms = await conn.fetch(_TERMS, bank_id, self._max_term_df)
         read = Snapshot(head["snapshot"], head["xmin"], float(head["n"]), started)
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(
-            self._cpu, _build, bank_id, read, facts, tags, links, entities, terms
+            self._cpu, _build, bank_id, read, facts, tags, (links, temporal), entities, terms
         )
 
 
@@ -302,7 +337,7 @@ def _build(
     read: Snapshot,
     fact_row: asyncpg.Record | None,
     tag_rows: Sequence[asyncpg.Record],
-    link_rows: Sequence[asyncpg.Record],
+    link_rows: tuple[Sequence[asyncpg.Record], Sequence[asyncpg.Record]],
     entity_rows: Sequence[asyncpg.Record],
     term_rows: Sequence[asyncpg.Record],
 ) -> BankGraph:
@@ -333,10 +368,11 @@ def _build(
         states=_small(fact_row, "states", size),
         tags={r["i"]: frozenset(r["tags"]) for r in tag_rows},
     )
+    merged, temporal_rows = link_rows
     by_fact: list[bytes] = [b""] * size
     weights: list[bytes] = [b""] * size
     kinds: list[bytes] = [b""] * size
-    for r in link_rows:
+    for r in merged:
         by_fact[r["a"]], weights[r["a"]], kinds[r["a"]] = r["other"], r["weight"], r["kind"]
     other = csr_of(by_fact)
     links = Links(
@@ -344,6 +380,24 @@ def _build(
         other=other.values,
         weight=np.frombuffer(b"".join(weights), dtype=">f4").astype(np.float32),
         kind=np.frombuffer(b"".join(kinds), dtype=">i2").astype(np.int8),
+    )
+    by_fact, weights = [b""] * size, [b""] * size
+    for r in temporal_rows:
+        by_fact[r["a"]], weights[r["a"]] = r["other"], r["weight"]
+    other = csr_of(by_fact)
+    temporal = TemporalLinks(
+        starts=other.starts,
+        other=other.values,
+        weight=np.frombuffer(b"".join(weights), dtype=">f4").astype(np.float32),
+    )
+    del by_fact, weights
+    flags = _small(fact_row, "dated", size)
+    dates = Dates(
+        start=_instants(fact_row, "starts", size),
+        end=_instants(fact_row, "ends", size),
+        mentioned_at=_instants(fact_row, "mentioned", size),
+        dated=(flags & 1) > 0,
+        mentioned=(flags & 2) > 0,
     )
     by_name: dict[str, list[int]] = {}
     for e, r in enumerate(entity_rows):
@@ -381,10 +435,12 @@ def _build(
         + entities.of_fact.nbytes
         + term_units.nbytes
         + terms.of_fact.nbytes
+        + dates.nbytes
+        + temporal.nbytes
         # names and ids of entities and terms, ~150 B each
         + 150 * (len(entity_rows) + len(term_rows))
     )
-    return BankGraph(bank_id, read, facts, links, entities, terms, nbytes)
+    return BankGraph(bank_id, read, facts, links, entities, terms, dates, temporal, nbytes)
 
 
 def _small(row: asyncpg.Record | None, column: str, size: int) -> NDArray[np.int8]:
@@ -392,3 +448,10 @@ def _small(row: asyncpg.Record | None, column: str, size: int) -> NDArray[np.int
     if row is None or not size:
         return np.zeros(0, dtype=np.int8)
     return np.frombuffer(row[column], dtype=">i2").astype(np.int8)
+
+
+def _instants(row: asyncpg.Record | None, column: str, size: int) -> NDArray[np.int64]:
+    """A column of timestamptz_send values: microseconds since 2000-01-01 UTC."""
+    if row is None or not size:
+        return np.zeros(0, dtype=np.int64)
+    return np.frombuffer(row[column], dtype=">i8").astype(np.int64)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 
 import numpy as np
 from numpy.typing import NDArray
@@ -30,6 +31,8 @@ from engine.recall.types import FACT_TYPES, FloatVector, RecallRequest
 from engine.store.memories import TagsMatch
 
 LINK_TYPES = ("semantic", "temporal", "entity", "causal")
+# PostgreSQL counts timestamptz in microseconds from here (`timestamptz_send`).
+PG_EPOCH = datetime(2000, 1, 1, tzinfo=UTC)
 STATES = ("active", "archived", "superseded")
 Int32s = NDArray[np.int32]
 
@@ -83,6 +86,49 @@ class Links:
     other: Int32s
     weight: NDArray[np.float32]
     kind: NDArray[np.int8]  # index into LINK_TYPES
+
+
+def instant(moment: datetime) -> int:
+    """`moment` as PostgreSQL stores a timestamptz: microseconds since PG_EPOCH."""
+    return (moment - PG_EPOCH) // timedelta(microseconds=1)
+
+
+@dataclass(frozen=True)
+class Dates:
+    """Per fact, what the temporal arm's window reads (engine/recall/temporal.py), in
+    microseconds since 2000-01-01 UTC, PostgreSQL's own count (`timestamptz_send`), so a
+    comparison here is the statement's comparison. 0 where `dated` / `mentioned` is False."""
+
+    start: NDArray[np.int64]  # occurred_start
+    end: NDArray[np.int64]  # coalesce(occurred_end, occurred_start)
+    mentioned_at: NDArray[np.int64]
+    dated: NDArray[np.bool_]  # occurred_start is set
+    mentioned: NDArray[np.bool_]  # mentioned_at is set
+
+    @property
+    def nbytes(self) -> int:
+        return int(
+            self.start.nbytes
+            + self.end.nbytes
+            + self.mentioned_at.nbytes
+            + self.dated.nbytes
+            + self.mentioned.nbytes
+        )
+
+
+@dataclass(frozen=True)
+class TemporalLinks:
+    """Per fact its temporal links only, both directions, heaviest first (ties by the other
+    fact's id), cut to the widest budget's fanout: the temporal arm's spread. The merged
+    `Links` cannot serve it: a fact's temporal links are rarely among its heaviest."""
+
+    starts: Int32s
+    other: Int32s
+    weight: NDArray[np.float32]
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.starts.nbytes + self.other.nbytes + self.weight.nbytes)
 
 
 @dataclass(frozen=True)
@@ -157,6 +203,8 @@ class BankGraph:
     links: Links
     entities: Entities
     terms: Terms
+    dates: Dates
+    temporal: TemporalLinks
     nbytes: int
 
     def specificity(self, count: float) -> float:
@@ -179,7 +227,7 @@ class BankGraph:
             ),
             key=lambda x: (-x[0], x[1]),
         )[: work.max_entities]
-        query = _Query(self, vector, visible_for(request))
+        query = FactQuery(self, vector, visible_for(request))
         scans = [entities.units.row(e)[: work.entity_scan].tolist() for _, _, e in named]
         steps: list[Step] = []
         for (specificity, _, e), nearest in zip(
@@ -210,7 +258,7 @@ class BankGraph:
         index = self.facts.index
         front = [(index[u], w, u) for u, w in frontier.items() if u in index]
         seen = {index[u] for u in visited if u in index}
-        query = _Query(self, vector, visible_for(request))
+        query = FactQuery(self, vector, visible_for(request))
         steps = self._links(front, seen, query, work.fanout)
         kinds = work.type_weights
         if kinds.get("entity_shared", 1.0) > 0 and work.max_entities > 0:
@@ -224,7 +272,7 @@ class BankGraph:
         return steps
 
     def _links(
-        self, front: list[tuple[int, float, str]], seen: set[int], query: _Query, fanout: int
+        self, front: list[tuple[int, float, str]], seen: set[int], query: FactQuery, fanout: int
     ) -> list[Step]:
         links = self.links
         reached: list[tuple[int, str, str, float]] = []
@@ -253,7 +301,7 @@ class BankGraph:
         self,
         front: list[tuple[int, float, str]],
         seen: set[int],
-        query: _Query,
+        query: FactQuery,
         work: GraphWork,
         of_fact: Csr,
         units: Csr,
@@ -305,7 +353,7 @@ class BankGraph:
         return steps
 
 
-class _Query:
+class FactQuery:
     """One request's filters and query vector over a cached bank."""
 
     def __init__(self, graph: BankGraph, vector: FloatVector, visible: Visible) -> None:
@@ -329,15 +377,18 @@ class _Query:
                     mask[n] = _tags_pass(tags, visible.tags, visible.tags_match)
         return mask
 
+    def distances(self, units: NDArray[np.int64] | Int32s) -> NDArray[np.float64]:
+        """pgvector's cosine distance (`<=>`) of each of `units` to the query."""
+        dots = self._facts.embeddings[units].astype(np.float32) @ self._vector
+        norms = np.sqrt(self._facts.squares[units].astype(np.float64) * self._square)
+        distances: NDArray[np.float64] = 1 - np.clip(dots.astype(np.float64) / norms, -1.0, 1.0)
+        return distances
+
     def similarities(self, units: Sequence[int]) -> list[float]:
         if not units:
             return []
-        rows = np.asarray(units, dtype=np.int64)
-        dots = self._facts.embeddings[rows].astype(np.float32) @ self._vector
-        norms = np.sqrt(self._facts.squares[rows].astype(np.float64) * self._square)
-        cosine = np.clip(dots.astype(np.float64) / norms, -1.0, 1.0)
         # 1 - distance, as the statement computes it
-        result: list[float] = (1 - (1 - cosine)).tolist()
+        result: list[float] = (1 - self.distances(np.asarray(units, dtype=np.int64))).tolist()
         return result
 
     def nearest_each(

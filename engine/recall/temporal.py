@@ -11,16 +11,20 @@ request's `temporal_window`; without one the arm does not run.
 
 from __future__ import annotations
 
+import asyncio
 import time
+from concurrent.futures import Executor
 from datetime import timedelta
 from typing import Final
 
 from pgvector import Vector
 
-from engine.db import Connection
+from engine.db import Connection, Pool
 from engine.limits import EARLIEST_INSTANT, LATEST_INSTANT
 from engine.recall.filters import ACTIVE, filter_args, filter_sql, visible_states
+from engine.recall.graph_memory import BankGraph
 from engine.recall.semantic import SCAN_SETTINGS
+from engine.recall.temporal_memory import spread_hits, window_hits
 from engine.recall.types import ArmHit, ArmResult, FloatVector, RecallRequest, TimeWindow
 from engine.store.memories import TagsMatch
 
@@ -130,30 +134,94 @@ async def temporal_arm(
     if window is None:
         return ArmResult("temporal", [], 0.0, "no time window in the query")
     window = clamp_window(window)
-    args = filter_args(request)
-    window_args = (*args, Vector(vector), window.start, window.end, limit)
-    if window.end - window.start <= EXACT_WINDOW:
-        rows = await conn.fetch(
-            exact_window_sql(request.tags_match, visible_states(request)), *window_args
-        )
-    else:
-        async with conn.transaction():
-            await conn.execute(SCAN_SETTINGS, str(max(ef_search, limit)))
-            rows = await conn.fetch(
-                window_sql(request.tags_match, visible_states(request)), *window_args
-            )
-    hits = [ArmHit(r["id"], float(r["similarity"])) for r in rows]
+    hits = await _window_hits(conn, request, vector, window, limit, ef_search)
     seeds = hits[:spread_seeds]
     if seeds and spread_decay > 0:
-        found = {h.unit_id for h in hits}
         spread = await conn.fetch(
             spread_sql(request.tags_match, visible_states(request)),
-            *args,
+            *filter_args(request),
             [h.unit_id for h in seeds],
             [h.score * spread_decay for h in seeds],
             fanout,
         )
-        extra = [ArmHit(r["id"], float(r["score"])) for r in spread if r["id"] not in found]
-        hits = sorted([*hits, *extra], key=lambda h: (-h.score, h.unit_id))[:limit]
+        hits = _with_spread(hits, [ArmHit(r["id"], float(r["score"])) for r in spread], limit)
+    return _result(hits, window, started)
+
+
+async def pooled_temporal_arm(
+    pool: Pool,
+    cached: tuple[BankGraph, Executor] | None,
+    request: RecallRequest,
+    vector: FloatVector,
+    window: TimeWindow | None,
+    *,
+    limit: int,
+    ef_search: int,
+    spread_seeds: int,
+    spread_decay: float,
+    fanout: int,
+) -> ArmResult:
+    """`temporal_arm` on a pooled connection, or over the bank held in memory when `cached`
+    (engine/recall/temporal_memory.py): then the exact window and the spread send no
+    statement; a window longer than EXACT_WINDOW is still searched through HNSW (the same
+    approximate answer as without the cache)."""
+    if cached is None:
+        async with pool.acquire() as conn:
+            return await temporal_arm(
+                conn,
+                request,
+                vector,
+                window,
+                limit=limit,
+                ef_search=ef_search,
+                spread_seeds=spread_seeds,
+                spread_decay=spread_decay,
+                fanout=fanout,
+            )
+    started = time.perf_counter()
+    if window is None:
+        return ArmResult("temporal", [], 0.0, "no time window in the query")
+    window = clamp_window(window)
+    graph, cpu = cached
+    loop = asyncio.get_running_loop()
+    if window.end - window.start <= EXACT_WINDOW:
+        hits = await loop.run_in_executor(cpu, window_hits, graph, request, vector, window, limit)
+    else:
+        async with pool.acquire() as conn:
+            hits = await _window_hits(conn, request, vector, window, limit, ef_search)
+    seeds = [(h.unit_id, h.score * spread_decay) for h in hits[:spread_seeds]]
+    if seeds and spread_decay > 0:
+        spread = await loop.run_in_executor(cpu, spread_hits, graph, request, vector, seeds, fanout)
+        hits = _with_spread(hits, spread, limit)
+    return _result(hits, window, started)
+
+
+async def _window_hits(
+    conn: Connection,
+    request: RecallRequest,
+    vector: FloatVector,
+    window: TimeWindow,
+    limit: int,
+    ef_search: int,
+) -> list[ArmHit]:
+    args = (*filter_args(request), Vector(vector), window.start, window.end, limit)
+    if window.end - window.start <= EXACT_WINDOW:
+        rows = await conn.fetch(
+            exact_window_sql(request.tags_match, visible_states(request)), *args
+        )
+    else:
+        async with conn.transaction():
+            await conn.execute(SCAN_SETTINGS, str(max(ef_search, limit)))
+            rows = await conn.fetch(window_sql(request.tags_match, visible_states(request)), *args)
+    return [ArmHit(r["id"], float(r["similarity"])) for r in rows]
+
+
+def _with_spread(hits: list[ArmHit], spread: list[ArmHit], limit: int) -> list[ArmHit]:
+    found = {h.unit_id for h in hits}
+    extra = [h for h in spread if h.unit_id not in found]
+    return sorted([*hits, *extra], key=lambda h: (-h.score, h.unit_id))[:limit]
+
+
+def _result(hits: list[ArmHit], window: TimeWindow, started: float) -> ArmResult:
     note = f"window {window.start.isoformat()} to {window.end.isoformat()}"
     return ArmResult("temporal", hits, (time.perf_counter() - started) * 1000, note)

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import math
 from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
 
 import httpx
 import numpy as np
 
-from engine.db import Pool
+from engine.db import Pool, create_pool
 from engine.embedding import Embedder
 from engine.lifecycle.access import AccessBuffer
 from engine.lifecycle.supersession import Supersession, supersede
@@ -19,7 +20,9 @@ from engine.recall.graph_cache import ChangePruner, GraphCache, graph_cache_for
 from engine.recall.graph_memory import BankGraph
 from engine.recall.names import name_keys
 from engine.recall.query import embed_query
-from engine.recall.types import Budget, RecallRequest
+from engine.recall.temporal import pooled_temporal_arm, temporal_arm
+from engine.recall.types import ArmResult, Budget, RecallRequest, TimeWindow
+from engram.postgres import EmbeddedPostgres
 from recall.recall_support import BASE, Banks
 
 QUERIES = (
@@ -185,3 +188,81 @@ async def test_a_graph_expires_and_the_changes_it_no_longer_needs_are_pruned(
     assert await _changes(pool, bank_id) == written
     await pruner.prune()
     assert await _changes(pool, bank_id) == 0  # ended before the mark: pruned
+
+
+async def test_the_cached_temporal_arm_finds_the_sql_arms_facts(
+    recall_pool: Pool,
+    postgres: EmbeddedPostgres,
+    embedder: Embedder,
+    cpu: ThreadPoolExecutor,
+    banks: Banks,
+) -> None:
+    cache = graph_cache_for(RecallConfig(), recall_pool, cpu, 64 * 2**20)
+    # A pool that can send nothing: the exact window and the spread must not need it.
+    closed = await create_pool(postgres.create_database("t_graph_cache_closed"), min_size=0)
+    await closed.close()
+    compared = spread = 0
+    for bank in (banks.window, banks.main, banks.by_message, banks.depth):
+        graph = await cache.read(bank)
+        assert graph is not None
+        async with recall_pool.acquire() as conn:
+            moments = [
+                r["at"]
+                for r in await conn.fetch(
+                    "SELECT DISTINCT coalesce(occurred_start, mentioned_at) AS at"
+                    " FROM memory_units WHERE bank_id = $1 AND mentioned_at IS NOT NULL"
+                    " ORDER BY 1 LIMIT 3",
+                    bank,
+                )
+            ]
+        assert moments
+        for query in QUERIES[:2]:
+            vector = embed_query(embedder, query).vector
+            for moment in moments:
+                for request in (
+                    RecallRequest(bank, query),
+                    RecallRequest(bank, query, types=("world",)),
+                    RecallRequest(bank, query, tags=("x",), tags_match="any_strict"),
+                    RecallRequest(bank, query, include_superseded=True, include_archived=True),
+                ):
+                    for window, pool in (
+                        # exact: by date in memory, nothing sent
+                        (
+                            TimeWindow(moment - timedelta(days=3), moment + timedelta(days=4)),
+                            closed,
+                        ),
+                        # longer than EXACT_WINDOW: HNSW in SQL, the spread in memory
+                        (
+                            TimeWindow(moment - timedelta(days=90), moment + timedelta(days=90)),
+                            recall_pool,
+                        ),
+                    ):
+                        knobs = {"limit": 10, "ef_search": 40, "spread_seeds": 5, "fanout": 12}
+                        async with recall_pool.acquire() as conn:
+                            sql = await temporal_arm(
+                                conn, request, vector, window, spread_decay=0.5, **knobs
+                            )
+                        mem = await pooled_temporal_arm(
+                            pool, (graph, cpu), request, vector, window, spread_decay=0.5, **knobs
+                        )
+                        assert [h.unit_id for h in mem.hits] == [h.unit_id for h in sql.hits], (
+                            bank,
+                            query,
+                            window,
+                            request,
+                        )
+                        for a, b in zip(mem.hits, sql.hits, strict=True):
+                            assert math.isclose(a.score, b.score, abs_tol=1e-6)
+                        compared += len(sql.hits)
+                        if pool is closed and not request.types and not request.tags:
+                            async with recall_pool.acquire() as conn:
+                                alone = await temporal_arm(
+                                    conn, request, vector, window, spread_decay=0.0, **knobs
+                                )
+                            spread += len({h.unit_id for h in sql.hits} - set(_ids(alone)))
+    assert compared > 100 and spread > 0  # windows held facts, and some came by the spread
+    await cache.close()
+
+
+def _ids(arm: ArmResult) -> list[str]:
+    return [h.unit_id for h in arm.hits]
