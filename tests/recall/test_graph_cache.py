@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from datetime import timedelta
 
 import httpx
@@ -14,6 +15,7 @@ from engine.db import Pool, create_pool
 from engine.embedding import Embedder
 from engine.lifecycle.access import AccessBuffer
 from engine.lifecycle.supersession import Supersession, supersede
+from engine.recall.candidates import fetch_rows
 from engine.recall.config import RecallConfig
 from engine.recall.graph import GraphWalk, graph_work
 from engine.recall.graph_cache import ChangePruner, GraphCache, graph_cache_for
@@ -266,3 +268,25 @@ async def test_the_cached_temporal_arm_finds_the_sql_arms_facts(
 
 def _ids(arm: ArmResult) -> list[str]:
     return [h.unit_id for h in arm.hits]
+
+
+async def test_candidates_take_their_embeddings_from_the_held_bank(
+    recall_pool: Pool, cpu: ThreadPoolExecutor, banks: Banks
+) -> None:
+    cache = graph_cache_for(RecallConfig(), recall_pool, cpu, 64 * 2**20)
+    graph = await cache.read(banks.main)
+    assert graph is not None
+    ids = graph.facts.ids[::-1][:12]
+    read = await fetch_rows(recall_pool, banks.main, ids, token_vectors=False, entities=True)
+    # One candidate the bank in memory lacks (written after it was read): all are read.
+    index = {i: n for i, n in graph.facts.index.items() if i != ids[0]}
+    lacking = replace(graph.facts, index=index)
+    for held in (graph.facts, lacking):
+        rows = await fetch_rows(
+            recall_pool, banks.main, ids, token_vectors=False, entities=True, held=held
+        )
+        assert [r.id for r in rows] == ids and len(rows) == len(read)
+        for a, b in zip(rows, read, strict=True):
+            assert np.array_equal(a.embedding, b.embedding) and a.embedding.dtype == np.float32
+            assert replace(a, embedding=b.embedding) == b
+    await cache.close()
