@@ -8,7 +8,8 @@ over arrays read once per bank (engine/recall/graph_cache.py):
   cut to the largest fanout a budget uses (a hop reads the first `fanout` of them);
 - entities (id order) with their mention count, names and aliases, and their facts by id;
 - the bank's walkable terms (document frequency 2 ..`max_term_df`, not a number) with their
-  rank in the database's collation (a hop breaks ties by term text as PostgreSQL sorts it).
+  rank in the database's collation (a hop breaks ties by term text as PostgreSQL sorts it);
+- for the temporal arm (temporal_memory.py), each fact's dates and its temporal links.
 
 Similarity is pgvector's halfvec cosine (float32 sums of float16 values, divided in double);
 numpy sums in another order, so a similarity can differ in its 7th digit, which only matters
