@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -37,6 +38,7 @@ from engine.recall.graph import GraphWalk, graph_work
 from engine.recall.graph_cache import GraphCache, graph_cache_for
 from engine.recall.graph_memory import BankGraph
 from engine.recall.keyword import keyword_arm
+from engine.recall.keyword_memory import memory_keyword_arm
 from engine.recall.lifecycle import is_current, visible_as_of
 from engine.recall.mmr import mmr_order
 from engine.recall.names import name_keys
@@ -167,9 +169,9 @@ class RecallEngine:
             text_task = group.create_task(_timed(text_future, timer, "analyse"))
             vector_task = group.create_task(_timed(vector_future, timer, "embed"))
             # Whether the bank held in memory is still exact: one index probe beside the
-            # query's embedding, for the graph and temporal arms.
+            # query's embedding, for the keyword, graph and temporal arms.
             held = group.create_task(self._held(request.bank_id))
-            keyword = group.create_task(self._keyword(request, text_task))
+            keyword = group.create_task(self._keyword(request, text_task, held))
             semantic = group.create_task(self._semantic(request, vector_task))
             temporal = group.create_task(self._temporal(request, text_task, vector_task, held))
             graph = group.create_task(
@@ -270,10 +272,21 @@ class RecallEngine:
         return result
 
     async def _keyword(
-        self, request: RecallRequest, text_task: asyncio.Task[QueryText]
+        self,
+        request: RecallRequest,
+        text_task: asyncio.Task[QueryText],
+        held: asyncio.Task[BankGraph | None],
     ) -> ArmResult:
+        """From the bank's cached postings when its graph is fresh (exact BM25 over every
+        posting, engine/recall/keyword_memory.py), else the statement."""
         text = await text_task
         profile = self._config.budget(request.budget)
+        graph = await held
+        if graph is not None:
+            arm = partial(
+                memory_keyword_arm, graph, request, text.terms, profile.arm_limit, self._bm25
+            )
+            return await asyncio.get_running_loop().run_in_executor(self._cpu, arm)
         async with self._pool.acquire() as conn:
             return await keyword_arm(
                 conn, request, text.terms, limit=profile.arm_limit, params=self._bm25

@@ -64,6 +64,7 @@ from engine.recall.graph_memory import (
     csr_of,
     invert,
 )
+from engine.recall.postings import PostingRows, postings_of, read_postings
 from engine.recall.types import FACT_TYPES
 
 log = logging.getLogger(__name__)
@@ -288,10 +289,20 @@ class GraphCache:
             temporal = await conn.fetch(_TEMPORAL, bank_id, self._max_fanout)
             entities = await conn.fetch(_ENTITIES, bank_id, self._max_entity_mentions)
             terms = await conn.fetch(_TERMS, bank_id, self._max_term_df)
+            postings = await read_postings(conn, bank_id)
         read = Snapshot(head["snapshot"], head["xmin"], float(head["n"]), started)
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(
-            self._cpu, _build, bank_id, read, facts, tags, (links, temporal), entities, terms
+            self._cpu,
+            _build,
+            bank_id,
+            read,
+            facts,
+            tags,
+            (links, temporal),
+            entities,
+            terms,
+            postings,
         )
 
 
@@ -340,6 +351,7 @@ def _build(
     link_rows: tuple[Sequence[asyncpg.Record], Sequence[asyncpg.Record]],
     entity_rows: Sequence[asyncpg.Record],
     term_rows: Sequence[asyncpg.Record],
+    posting_rows: PostingRows,
 ) -> BankGraph:
     """The arrays of graph_memory.py from the rows read (CPU: the thread pool)."""
     size = int(fact_row["n"]) if fact_row is not None else 0
@@ -421,8 +433,10 @@ def _build(
         units=term_units,
         of_fact=invert(term_units, size),
     )
+    postings = postings_of(posting_rows, size)
     nbytes = (
-        embeddings.nbytes
+        postings.nbytes
+        + embeddings.nbytes
         + facts.squares.nbytes
         + 2 * size
         # ids: a 36-character str (~85 B) and its dict entry (~100 B) per fact
@@ -440,7 +454,9 @@ def _build(
         # names and ids of entities and terms, ~150 B each
         + 150 * (len(entity_rows) + len(term_rows))
     )
-    return BankGraph(bank_id, read, facts, links, entities, terms, dates, temporal, nbytes)
+    return BankGraph(
+        bank_id, read, facts, links, entities, terms, dates, temporal, nbytes, postings
+    )
 
 
 def _small(row: asyncpg.Record | None, column: str, size: int) -> NDArray[np.int8]:

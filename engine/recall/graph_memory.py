@@ -28,6 +28,7 @@ from numpy.typing import NDArray
 
 from engine.recall.filters import visible_states
 from engine.recall.graph_types import GraphWork, Step
+from engine.recall.postings import Postings
 from engine.recall.types import FACT_TYPES, FloatVector, RecallRequest
 from engine.store.memories import TagsMatch
 
@@ -207,6 +208,7 @@ class BankGraph:
     dates: Dates
     temporal: TemporalLinks
     nbytes: int
+    postings: Postings  # the keyword arm's index (engine/recall/keyword_memory.py)
 
     def specificity(self, count: float) -> float:
         n = self.read.unit_count
