@@ -203,7 +203,7 @@ class Settings:
     # Token vectors of recently reranked facts kept in memory (engine/recall/token_cache.py).
     recall_token_cache_mb: int = 256
     # Banks' graphs kept in the server's memory for the graph arm (engine/recall/graph_cache.py;
-    # ~1.3 kB a fact, a bank over it stays on the SQL path; 0: off). Default: a sixteenth of
+    # ~1.4 kB a fact, a bank over it stays on the SQL path; 0: off). Default: a sixteenth of
     # the machine's memory per server process, 256-2048 MB.
     recall_graph_cache_mb: int = field(default_factory=default_graph_cache_mb)
     security: SecuritySettings = field(default_factory=SecuritySettings)

@@ -13,13 +13,16 @@ several server processes each keep and check their own copy.
 
 Bounded: the graphs of all banks together stay under `capacity` bytes (least recently used
 bank dropped first); a bank whose estimated size is over it is not read at all and keeps the
-SQL path. Measured at 100k facts: ~1.3 kB a fact (docs/benchmarks.md "Tenth pass" and
-"Twelfth pass"), most of it the 384 float16 dimensions of each embedding (768 B); the
-temporal arm's dates (25 B) and temporal links (~10 a fact, 8 B each) ~100 B of it.
+SQL path. Measured at 100k facts: ~1.4 kB a fact (docs/benchmarks.md "Tenth pass",
+"Twelfth pass" and "Keyword arm from memory"), most of it the 384 float16 dimensions of each
+embedding (768 B); the temporal arm's dates (25 B) and temporal links (~10 a fact, 8 B each)
+~100 B of it, the keyword arm's postings ~80 B (engine/recall/postings.py: 12.8 postings a
+fact at 6 B, and its length).
 
 The temporal arm reads the same graph (engine/recall/temporal_memory.py): every write of a
 fact's dates sets its `updated_at` (consolidation, correction), which the update trigger
-counts, so dates are exact on the same terms.
+counts, so dates are exact on the same terms. So does the keyword arm
+(engine/recall/keyword_memory.py): its postings are read in the graph's snapshot.
 
 `bank_changes` is pruned by every server process, whether or not it keeps graphs
 (`ChangePruner`, a task of the server's): every `max_age` (an hour) it deletes the rows of
@@ -70,7 +73,7 @@ from engine.recall.types import FACT_TYPES
 log = logging.getLogger(__name__)
 
 # Estimated bytes a fact costs before a bank is read (measured after: BankGraph.nbytes).
-BYTES_PER_FACT = 1300
+BYTES_PER_FACT = 1380
 # A bank too large for the capacity is looked at again after this long (it may have shrunk).
 RETRY_TOO_LARGE_S = 600.0
 # The longest a graph is kept, and how often `bank_changes` is pruned (see above).
