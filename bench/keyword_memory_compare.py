@@ -6,8 +6,9 @@ runs it (plain statement up to EXACT_POSTINGS, screened above), the memory arm
 exact formula over every posting). Prints, below EXACT_POSTINGS, how many memory arms return
 the statement's ids in order with its scores; above, the top-10 overlap of the screen with the
 memory arm and whether the memory arm equals the forced exact statement; then the whole recall
-with both arms from memory against recall all in SQL (same facts in the same order), and the
-per-arm medians.
+with both arms from memory against recall all in SQL (same facts in the same order), once as
+recall runs (SQL screening) and once with the SQL arm forced exact (EXACT_POSTINGS raised: the
+two must then agree), and the per-arm medians.
 
     .venv/bin/python -m bench.keyword_memory_compare --data-dir /work/kw-100k --queries 200
 """
@@ -80,7 +81,7 @@ async def run(args: argparse.Namespace, database_url: str) -> int:
         overlaps: list[float] = []
         sql_ms: list[float] = []
         mem_ms: list[float] = []
-        recalls_same = recalls_keyword_differs = 0
+        recalls_same = recalls_keyword_differs = recalls_exact_same = 0
         for query in queries:
             request = RecallRequest(
                 bank_id=BANK,
@@ -119,6 +120,13 @@ async def run(args: argparse.Namespace, database_url: str) -> int:
                 kw_a = [h.unit_id for x in a.arms if x.arm == "keyword" for h in x.hits]
                 kw_b = [h.unit_id for x in b.arms if x.arm == "keyword" for h in x.hits]
                 recalls_keyword_differs += kw_a != kw_b
+            screened_at = keyword.EXACT_POSTINGS
+            keyword.EXACT_POSTINGS = 2**62  # the SQL arm scores every posting
+            try:
+                c = await sql.recall(request)
+            finally:
+                keyword.EXACT_POSTINGS = screened_at
+            recalls_exact_same += [m.row.id for m in c.memories] == [m.row.id for m in b.memories]
         n = len(queries)
         print(
             f"{n} queries, budget {budget}, arm limit {limit}: below EXACT_POSTINGS "
@@ -130,14 +138,16 @@ async def run(args: argparse.Namespace, database_url: str) -> int:
         print(
             f"whole recall, both arms from memory vs all SQL: same facts in the same order "
             f"{recalls_same}/{n}; of the {n - recalls_same} that differ, the keyword arm "
-            f"differs in {recalls_keyword_differs}"
+            f"differs in {recalls_keyword_differs}; against SQL forced exact: the same "
+            f"{recalls_exact_same}/{n}"
         )
         print(
             f"keyword arm median: SQL {statistics.median(sql_ms):.2f} ms, memory "
             f"{statistics.median(mem_ms):.2f} ms (p95 {sorted(sql_ms)[int(0.95 * n)]:.2f} / "
             f"{sorted(mem_ms)[int(0.95 * n)]:.2f} ms; wall time on a shared host)"
         )
-        return 0 if below_same == below and above_exact == above else 2
+        agree = below_same == below and above_exact == above and recalls_exact_same == n
+        return 0 if agree else 2
     finally:
         await cached.close()
         cpu.shutdown(wait=False, cancel_futures=True)
