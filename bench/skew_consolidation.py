@@ -17,7 +17,7 @@ from asyncpg.connection import LoggedQuery
 from activities.consolidation import LOCAL_BATCH_FACTS
 from engine.consolidation.batch import consolidate_local_batch
 from engine.consolidation.encode import EncodedText, TextEncoder, text_encoder
-from engine.db import create_pool
+from engine.db import create_pool, migrate
 from engine.embedding import load_embedder
 from worker.main import CPU_THREADS
 
@@ -86,6 +86,8 @@ async def consolidate_in_process(
 ) -> tuple[int, float]:
     """Consolidate the bank's backlog from scratch: (facts consolidated, seconds)."""
     embedder = load_embedder("minilm")
+    # a kept --home may predate the code's migrations (0032: observations' own HNSW index)
+    await migrate(dsn, embedder.dimension, embedder.space)
     pool = await create_pool(dsn, max_size=2)
     cpu = ThreadPoolExecutor(CPU_THREADS)
     try:

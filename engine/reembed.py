@@ -114,6 +114,7 @@ async def stored_space(conn: Connection) -> tuple[str | None, str | None]:
 _DROP_NEXT = """
 DROP TRIGGER IF EXISTS memory_units_reembed_stale ON memory_units;
 DROP INDEX IF EXISTS memory_units_embedding_next;
+DROP INDEX IF EXISTS memory_units_embedding_next_observations;
 DROP INDEX IF EXISTS memory_units_reembed_todo;
 ALTER TABLE memory_units DROP COLUMN IF EXISTS embedding_next;
 ALTER TABLE memory_units DROP COLUMN IF EXISTS token_vectors_next;
@@ -269,22 +270,31 @@ def _check_target(run: ReembedRun, embedder: Embedder) -> None:
         raise Conflict(f"run {run.id} embeds into {run.space!r}, not {embedder.space!r}")
 
 
+# The indexes on the new column, as the live column has them (migrations 0026 and 0032).
+_NEXT_INDEXES = {
+    "memory_units_embedding_next": "",
+    "memory_units_embedding_next_observations": " WHERE fact_type = 'observation'",
+}
+
+
 async def build_index(pool: Pool) -> None:
-    """The HNSW index on the new column, built without blocking writes (facts inserted
+    """The HNSW indexes on the new column, built without blocking writes (facts inserted
     meanwhile are indexed as they arrive). A build that died half-way left an invalid
     index: it is dropped and built again."""
     async with pool.acquire() as conn:
-        valid = await conn.fetchval(
-            "SELECT i.indisvalid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid"
-            " WHERE c.relname = 'memory_units_embedding_next'"
-        )
-        if valid is False:
-            await conn.execute("DROP INDEX CONCURRENTLY IF EXISTS memory_units_embedding_next")
-        if valid is not True:
-            await conn.execute(
-                "CREATE INDEX CONCURRENTLY IF NOT EXISTS memory_units_embedding_next"
-                " ON memory_units USING hnsw (embedding_next halfvec_cosine_ops)"
+        for name, predicate in _NEXT_INDEXES.items():
+            valid = await conn.fetchval(
+                "SELECT i.indisvalid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid"
+                " WHERE c.relname = $1",
+                name,
             )
+            if valid is False:
+                await conn.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {name}")
+            if valid is not True:
+                await conn.execute(
+                    f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {name}"
+                    f" ON memory_units USING hnsw (embedding_next halfvec_cosine_ops){predicate}"
+                )
 
 
 _SWAP = """
@@ -295,6 +305,8 @@ ALTER TABLE memory_units DROP COLUMN embedding;
 ALTER TABLE memory_units RENAME COLUMN embedding_next TO embedding;
 ALTER TABLE memory_units ALTER COLUMN embedding SET NOT NULL;
 ALTER INDEX memory_units_embedding_next RENAME TO memory_units_embedding;
+ALTER INDEX memory_units_embedding_next_observations
+    RENAME TO memory_units_embedding_observations;
 ALTER TABLE memory_units DROP COLUMN token_vectors;
 ALTER TABLE memory_units RENAME COLUMN token_vectors_next TO token_vectors;
 ALTER TABLE mental_models DROP COLUMN embedding;

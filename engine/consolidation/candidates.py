@@ -112,7 +112,11 @@ WITH candidates AS MATERIALIZED (
     WHERE o.bank_id = $1 AND o.claim->>'subject' = $4 AND o.claim->>'aspect' = $5
     UNION
     SELECT ue.unit_id FROM unit_entities ue JOIN observations o ON o.observation_id = ue.unit_id
-    WHERE ue.entity_id = ANY($6::uuid[]) AND o.bank_id = $1
+    WHERE ue.entity_id IN (SELECT e.id FROM entities e
+                           WHERE e.id = ANY($6::uuid[]) AND e.mention_count <= $9)
+      AND o.bank_id = $1
+    UNION
+    SELECT unnest($10::uuid[])
     UNION
     SELECT o.observation_id FROM observations o
     WHERE cardinality($6::uuid[]) = 0 AND o.bank_id = $1
@@ -129,24 +133,85 @@ CROSS JOIN LATERAL (
 ORDER BY r.distance, r.id
 LIMIT $8
 """
+# An entity named by more facts than RELATED_SCAN_MENTIONS is not read through its
+# observations (~1 for 7 of its facts on bench/entity_skew.py's journal: ~2,600 for its most
+# named person at 100,000 facts, and the batch's related query read them all, 375 ms a batch):
+# its observations are looked for among the bank's RELATED_NEAREST nearest observations
+# instead (HNSW over observations only, migration 0032), each fact's scan bounded whatever
+# the entity's popularity. What this can miss are observations sharing only a popular entity
+# and farther than the RELATED_NEAREST nearest: the local path never relates to those (relate()
+# needs JOIN_SIMILARITY or the same subject and aspect, and the claim arm above is exact), the
+# LLM path sees nearer ones in their place.
+RELATED_SCAN_MENTIONS = 400
+# A batch of 64 facts of the 10,000-fact journal (29 naming a popular person), warm, load ~6:
+# 200 nearest 55 ms and ~100 observations kept a fact, 100: 24 ms, 64: 15 ms and ~33 kept
+# (about the RELATED_OBSERVATIONS + MARGIN the ranking needs), 40: 10 ms.
+RELATED_NEAREST = 64
+_NEAREST_RELATED = """
+WITH f AS MATERIALIZED (
+    SELECT b.id, m.embedding, m.tags,
+           array(SELECT ue.entity_id FROM unit_entities ue JOIN entities e ON e.id = ue.entity_id
+                 WHERE ue.unit_id = m.id AND e.mention_count > $3) AS popular
+    FROM unnest($2::uuid[]) AS b(id) JOIN memory_units m ON m.id = b.id AND m.bank_id = $1
+)
+SELECT f.id::text AS fact_id, n.id AS observation_id FROM f
+CROSS JOIN LATERAL (
+    SELECT m.id FROM (
+        SELECT m.id, m.tags, m.state, m.embedding <=> f.embedding AS distance
+        FROM memory_units m
+        WHERE m.bank_id = $1 AND m.fact_type = 'observation'
+        ORDER BY m.embedding <=> f.embedding
+        LIMIT $4
+    ) m
+    WHERE m.tags @> f.tags AND m.tags <@ f.tags AND m.state = 'active' AND 1 - m.distance >= $5
+      -- by the observation's key: as a semi-join the planner read every mention of the
+      -- popular entities for each observation (1,110 rows a probe, 200 ms a batch)
+      AND array(SELECT ue.entity_id FROM unit_entities ue WHERE ue.unit_id = m.id) && f.popular
+) n
+WHERE cardinality(f.popular) > 0
+"""
 # The local path marks the fact consolidated in the same statement (one round trip less a
 # fact; under load a round trip cost ~4 ms, more than most of these statements): the fact is
 # never its own candidate, and the mark commits or rolls back with the batch either way.
 _MARK_FACT = """marked AS (
     UPDATE memory_units SET consolidated_at = now()
-    WHERE id = $9::uuid AND consolidated_at IS NULL
+    WHERE id = $11::uuid AND consolidated_at IS NULL
 ),"""
 _RELATED_MARKING = _RELATED_OBSERVATIONS.replace("WITH ", f"WITH {_MARK_FACT}\n", 1)
 
-# Nearest first, or about the same subject and aspect at any distance.
+# Nearest first, or about the same subject and aspect at any distance. The near ones are
+# looked for among the bank's MERGE_NEAREST nearest observations (HNSW over observations
+# only, migration 0032), the others through observations_claim: ordering every observation of
+# the scope by distance cost 19 ms a call at 100,000 facts (10,000 observations) and grew with
+# them. What the scan can miss: observations of the scope at the floor or nearer that are not
+# among the bank's MERGE_NEAREST nearest (as many nearer ones in other scopes, or archived).
+MERGE_NEAREST = 40
 _NEAR_OBSERVATIONS = f"""
-SELECT m.id::text AS id, m.text, 1 - (m.embedding <=> $3) AS similarity, o.claim,
-       coalesce(o.last_evidence_at, m.created_at) AS event_at, m.created_at, m.embedding
-FROM memory_units m JOIN observations o ON o.observation_id = m.id
-WHERE m.bank_id = $1 AND o.bank_id = $1 AND m.fact_type = 'observation' AND {_IN_SCOPE}
-  AND m.state = 'active' AND m.id <> $4::uuid
-  AND (1 - (m.embedding <=> $3) >= $5 OR (o.claim->>'subject' = $6 AND o.claim->>'aspect' = $7))
-ORDER BY m.embedding <=> $3, m.id
+WITH near AS MATERIALIZED (
+    SELECT m.id FROM memory_units m
+    WHERE m.bank_id = $1 AND m.fact_type = 'observation'
+    ORDER BY m.embedding <=> $3
+    LIMIT $9
+), candidates AS MATERIALIZED (
+    SELECT id FROM near
+    UNION
+    SELECT o.observation_id FROM observations o
+    WHERE o.bank_id = $1 AND o.claim->>'subject' = $6 AND o.claim->>'aspect' = $7
+)
+SELECT r.* FROM candidates c
+JOIN observations o ON o.observation_id = c.id
+CROSS JOIN LATERAL (
+    SELECT m.id::text AS id, m.text, 1 - (m.embedding <=> $3) AS similarity, o.claim,
+           coalesce(o.last_evidence_at, m.created_at) AS event_at, m.created_at, m.embedding,
+           m.embedding <=> $3 AS distance
+    FROM memory_units m
+    WHERE m.id = c.id AND m.bank_id = $1 AND m.fact_type = 'observation' AND {_IN_SCOPE}
+      AND m.state = 'active' AND m.id <> $4::uuid
+      AND (1 - (m.embedding <=> $3) >= $5
+           OR (o.claim->>'subject' = $6 AND o.claim->>'aspect' = $7))
+    OFFSET 0
+) r
+ORDER BY r.distance, r.id
 LIMIT $8
 """
 
@@ -331,8 +396,10 @@ async def related_observations(
     mark: bool = False,
 ) -> list[Neighbour]:
     """Observations of the fact's scope about the same subject and aspect, or sharing an
-    entity with it at `floor` similarity or more; nearest first. `mark` also takes the fact
-    off the backlog (in the caller's transaction)."""
+    entity with it at `floor` similarity or more (a popular entity's among the bank's nearest
+    observations); nearest first. `mark` also takes the fact off the backlog (in the caller's
+    transaction)."""
+    nearest = await nearest_related(conn, bank_id, [fact], floor=floor)
     args = (
         bank_id,
         fact.scope,
@@ -342,12 +409,31 @@ async def related_observations(
         fact.entity_ids,
         floor,
         limit,
+        RELATED_SCAN_MENTIONS,
+        [observation_id for _, observation_id in nearest],
     )
     if mark:
         rows = await conn.fetch(_RELATED_MARKING, *args, fact.id)
     else:
         rows = await conn.fetch(_RELATED_OBSERVATIONS, *args)
     return [neighbour(r, parse=False) for r in rows]
+
+
+async def nearest_related(
+    conn: Connection, bank_id: str, facts: Sequence[PendingFact], *, floor: float
+) -> list[tuple[str, str]]:
+    """(fact, observation) pairs: the observations among the bank's RELATED_NEAREST nearest
+    to each fact that name one of its popular entities (RELATED_SCAN_MENTIONS), in its scope,
+    at `floor` similarity or more. Run inside a transaction."""
+    # a fact's mentions are its entities' summed: none of them is popular when that is not
+    ids = [f.id for f in facts if f.mentions > RELATED_SCAN_MENTIONS]
+    if not ids:
+        return []
+    async with nearest_scan(conn, RELATED_NEAREST):
+        rows = await conn.fetch(
+            _NEAREST_RELATED, bank_id, ids, RELATED_SCAN_MENTIONS, RELATED_NEAREST, floor
+        )
+    return [(r["fact_id"], str(r["observation_id"])) for r in rows]
 
 
 async def near_observations(
@@ -361,19 +447,22 @@ async def near_observations(
     floor: float,
     limit: int,
 ) -> list[Neighbour]:
-    """Other observations of the scope at `floor` similarity or more, or with a claim on the
-    same subject and aspect; nearest first."""
-    rows = await conn.fetch(
-        _NEAR_OBSERVATIONS,
-        bank_id,
-        list(scope),
-        Vector(embedding),
-        exclude,
-        floor,
-        claim.subject if claim else None,
-        claim.aspect if claim else None,
-        limit,
-    )
+    """Other observations of the scope at `floor` similarity or more (among the bank's
+    MERGE_NEAREST nearest), or with a claim on the same subject and aspect; nearest first.
+    Run inside a transaction."""
+    async with nearest_scan(conn, MERGE_NEAREST):
+        rows = await conn.fetch(
+            _NEAR_OBSERVATIONS,
+            bank_id,
+            list(scope),
+            Vector(embedding),
+            exclude,
+            floor,
+            claim.subject if claim else None,
+            claim.aspect if claim else None,
+            limit,
+            MERGE_NEAREST,
+        )
     return [neighbour(r, parse=False) for r in rows]
 
 

@@ -34,8 +34,10 @@ from numpy.typing import NDArray
 from engine.consolidation.candidates import (
     PEER_NEAREST,
     PEER_SCAN_MENTIONS,
+    RELATED_SCAN_MENTIONS,
     Neighbour,
     PendingFact,
+    nearest_related,
     nearest_scan,
     neighbour,
     peer_facts,
@@ -64,19 +66,33 @@ f AS MATERIALIZED (
 # mentions again), each candidate observation is read once, and the (fact, observation)
 # pairs are measured and ranked together (a per-fact subquery read each pair's observation by
 # key: 8,000 lookups a batch at 10,000 facts, 176 ms).
-_RELATED = f"""
-WITH {_FACTS},
+_RELATED = """
+WITH f AS MATERIALIZED (
+    SELECT b.id, b.subject, b.aspect, m.embedding, m.tags,
+           coalesce(array(SELECT ue.entity_id FROM unit_entities ue WHERE ue.unit_id = m.id),
+                    '{}') AS entities,
+           -- its entities whose observations are read here; the popular ones' were looked
+           -- for among the nearest observations ($8, $9: candidates.py's nearest_related)
+           coalesce(array(SELECT ue.entity_id FROM unit_entities ue
+                          JOIN entities e ON e.id = ue.entity_id
+                          WHERE ue.unit_id = m.id AND e.mention_count <= $7), '{}') AS common
+    FROM unnest($2::uuid[], $3::text[], $4::text[]) AS b(id, subject, aspect)
+    JOIN memory_units m ON m.id = b.id AND m.bank_id = $1
+),
 named AS MATERIALIZED (
     SELECT ue.entity_id, ue.unit_id
     FROM unit_entities ue JOIN observations o ON o.observation_id = ue.unit_id
-    WHERE ue.entity_id IN (SELECT unnest(f.entities) FROM f) AND o.bank_id = $1
+    WHERE ue.entity_id IN (SELECT unnest(f.common) FROM f) AND o.bank_id = $1
 ),
 pairs AS MATERIALIZED (
     SELECT p.fact_id, p.observation_id, bool_or(p.shares) AS shares
     FROM (
         SELECT f.id AS fact_id, n.unit_id AS observation_id, true AS shares
-        FROM f CROSS JOIN LATERAL unnest(f.entities) AS fe(entity_id)
+        FROM f CROSS JOIN LATERAL unnest(f.common) AS fe(entity_id)
         JOIN named n ON n.entity_id = fe.entity_id
+        UNION ALL
+        SELECT n.fact_id, n.observation_id, true
+        FROM unnest($8::uuid[], $9::uuid[]) AS n(fact_id, observation_id)
         UNION ALL
         SELECT f.id, o.observation_id, false
         FROM f JOIN observations o
@@ -252,8 +268,18 @@ class BatchCandidates:
         subjects = [c.subject if (c := claims[f.id]) else None for f in facts]
         aspects = [c.aspect if (c := claims[f.id]) else None for f in facts]
         related_k = self._related_limit + MARGIN
+        nearest = await nearest_related(self._conn, self._bank, facts, floor=self._floor)
         rows = await self._conn.fetch(
-            _RELATED, self._bank, ids, subjects, aspects, self._floor, related_k
+            _RELATED,
+            self._bank,
+            ids,
+            subjects,
+            aspects,
+            self._floor,
+            related_k,
+            RELATED_SCAN_MENTIONS,
+            [fact_id for fact_id, _ in nearest],
+            [observation_id for _, observation_id in nearest],
         )
         self._related = _lists(ids, rows, related_k, parse=False)
 
