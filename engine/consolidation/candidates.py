@@ -420,18 +420,23 @@ async def related_observations(
 
 
 async def nearest_related(
-    conn: Connection, bank_id: str, facts: Sequence[PendingFact], *, floor: float
+    conn: Connection,
+    bank_id: str,
+    facts: Sequence[PendingFact],
+    *,
+    floor: float,
+    nearest: int = RELATED_NEAREST,
 ) -> list[tuple[str, str]]:
-    """(fact, observation) pairs: the observations among the bank's RELATED_NEAREST nearest
-    to each fact that name one of its popular entities (RELATED_SCAN_MENTIONS), in its scope,
+    """(fact, observation) pairs: the observations among the bank's `nearest` nearest to
+    each fact that name one of its popular entities (RELATED_SCAN_MENTIONS), in its scope,
     at `floor` similarity or more. Run inside a transaction."""
     # a fact's mentions are its entities' summed: none of them is popular when that is not
     ids = [f.id for f in facts if f.mentions > RELATED_SCAN_MENTIONS]
     if not ids:
         return []
-    async with nearest_scan(conn, RELATED_NEAREST):
+    async with nearest_scan(conn, nearest):
         rows = await conn.fetch(
-            _NEAREST_RELATED, bank_id, ids, RELATED_SCAN_MENTIONS, RELATED_NEAREST, floor
+            _NEAREST_RELATED, bank_id, ids, RELATED_SCAN_MENTIONS, nearest, floor
         )
     return [(r["fact_id"], str(r["observation_id"])) for r in rows]
 

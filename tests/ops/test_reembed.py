@@ -165,7 +165,16 @@ async def test_a_database_switches_models_while_recall_answers(
             "SELECT count(*) FROM memory_units WHERE token_vectors IS NULL"
         )
         done = await reembed.get_run(conn, run.id)
+        indexes = await conn.fetch(
+            "SELECT indexname FROM pg_indexes WHERE tablename = 'memory_units'"
+            " AND indexdef LIKE '%USING hnsw (embedding %' ORDER BY 1"
+        )
     assert (space, model) == (tiny.space, tiny_model)
+    # every unit's index and the observations' own (migration 0032) on the new column
+    assert [r[0] for r in indexes] == [
+        "memory_units_embedding",
+        "memory_units_embedding_observations",
+    ]
     assert live.space == tiny.space != old_space
     assert [row[0] for row in dims] == [TINY_DIMENSION]
     assert no_tokens == 0
