@@ -305,8 +305,11 @@ FROM near m
 WHERE {_IN_SCOPE} AND m.state IN ('active', 'superseded') AND m.consolidated_at IS NOT NULL
   AND m.id <> $4::uuid AND 1 - m.distance >= $6
   AND NOT EXISTS (SELECT 1 FROM observation_evidence e WHERE e.fact_id = m.id)
-  AND EXISTS (SELECT 1 FROM unit_entities ue
-              WHERE ue.unit_id = m.id AND ue.entity_id = ANY($5::uuid[]))
+  -- by the candidate's key: as a semi-join the planner read every mention of the
+  -- fact's entities for each candidate (a popular person's thousands of facts:
+  -- 790 ms a batch at 10,000 facts, 392,000 rows read)
+  AND array(SELECT ue.entity_id FROM unit_entities ue WHERE ue.unit_id = m.id)
+      && $5::uuid[]
 ORDER BY m.distance, m.id
 LIMIT $7
 """
