@@ -65,7 +65,10 @@ f AS MATERIALIZED (
 # named by a dozen facts of a batch, and each per-fact query read all of that person's
 # mentions again), each candidate observation is read once, and the (fact, observation)
 # pairs are measured and ranked together (a per-fact subquery read each pair's observation by
-# key: 8,000 lookups a batch at 10,000 facts, 176 ms).
+# key: 8,000 lookups a batch at 10,000 facts, 176 ms). A popular entity's observations are not
+# read here but among the nearest (candidates.py's RELATED_SCAN_MENTIONS); observations the
+# batch itself writes are applied on top whatever their distance (`_meets`): the bound is
+# there to drop far ones, which the local path never relates to.
 _RELATED = """
 WITH f AS MATERIALIZED (
     SELECT b.id, b.subject, b.aspect, m.embedding, m.tags,
