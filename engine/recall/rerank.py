@@ -86,38 +86,40 @@ class MaxSimReranker:
         # it in their context (neighbours share a chunk, and candidates are neighbours).
         slot: dict[int, int] = {}
         blobs: list[bytes] = []
-
-        def index(blob: bytes) -> int:
-            if id(blob) not in slot:
-                slot[id(blob)] = len(blobs)
-                blobs.append(blob)
-            return slot[id(blob)]
-
-        own = [index(row.token_vectors) if row.token_vectors else -1 for row in rows]
-        context = [
-            [i, *(index(b) for b in row.context_vectors)] if i >= 0 else []
-            for i, row in zip(own, rows, strict=True)
-        ]
+        own: list[int] = []
+        members: list[int] = []  # per row with tokens: its own slot, then its context's
+        ends: list[int] = []
+        for row in rows:
+            if not row.token_vectors:
+                own.append(-1)
+                continue
+            for blob in (row.token_vectors, *row.context_vectors):
+                at = slot.setdefault(id(blob), len(blobs))
+                if at == len(blobs):
+                    blobs.append(blob)
+                members.append(at)
+            own.append(members[len(members) - 1 - len(row.context_vectors)])
+            ends.append(len(members))
         # The query's width, not the one this reranker was built with: after a
         # re-embedding (engine/reembed.py) the model, and with it the width, changes.
         tokens, scales, counts = decode_many(blobs, query_tokens.shape[1])
         # Stored rows keep half the dimensions: the query's rows in the same ones.
         best = _best_per_blob(query_side(query_tokens), tokens, scales, counts)  # (|q|, blobs)
-        # A fact stored before token vectors existed: its sentence vector stands in.
-        fallback = np.stack([row.embedding for row in rows]) @ query_tokens.T  # (rows, |q|)
-        own_best = np.stack(
-            [best[:, i] if i >= 0 else fallback[r] for r, i in enumerate(own)], axis=1
-        )
+        has = np.asarray(own) >= 0
+        own_best = np.empty((query_tokens.shape[0], len(rows)), dtype=np.float32)
+        own_best[:, has] = best[:, [i for i in own if i >= 0]]
+        if not has.all():
+            # A fact stored before token vectors existed: its sentence vector stands in.
+            fallback = np.stack([row.embedding for row in rows]) @ query_tokens.T  # (rows, |q|)
+            own_best[:, ~has] = fallback[~has].T
         scores = own_best.mean(axis=0)
         rho = self._context_weight
         if rho > 0:
-            in_context = np.stack(
-                [
-                    best[:, members].max(axis=1) if members else own_best[:, r]
-                    for r, members in enumerate(context)
-                ],
-                axis=1,
-            )
+            in_context = own_best.copy()
+            if members:
+                # Each row's members are contiguous in `members`: one max per row.
+                starts = [0, *ends[:-1]]
+                in_context[:, has] = np.maximum.reduceat(best[:, members], starts, axis=1)
             scores = (1 - rho) * scores + rho * in_context.mean(axis=0)
         return [float(v) for v in scores]
 
@@ -134,8 +136,11 @@ def _best_per_blob(
     nonempty = [i for i, n in enumerate(counts) if n > 0]
     if nonempty:
         offsets = np.concatenate(([0], np.cumsum(counts)[:-1]))[nonempty]
-        similarity = (query_tokens @ tokens.T) * scales  # (|q|, Σ|d|)
-        best[:, nonempty] = np.maximum.reduceat(similarity, offsets, axis=1)
+        # (Σ|d|, |q|): a tall matrix times a small one is the faster product here (OpenBLAS,
+        # 14k token rows x 192 x 12: 1.7-2.1 ms instead of 3.0-3.4), the same values.
+        similarity = tokens @ query_tokens.T
+        similarity *= scales[:, None]
+        best[:, nonempty] = np.maximum.reduceat(similarity, offsets, axis=0).T
     return best
 
 

@@ -101,6 +101,36 @@ def test_a_fact_without_token_vectors_is_scored_by_its_sentence_vector(
     assert score == pytest.approx(float((q_tokens @ row.embedding).mean()), abs=1e-5)
 
 
+def test_a_batch_scores_each_row_as_its_own_context_says(embedder: Embedder) -> None:
+    """Rows share blobs (a candidate is another's neighbour) and one has no token vectors:
+    the batched maxima per row equal the formula over each row's own token sets."""
+    query = "Where did Dana take the kitten?"
+    texts = ["Dana adopted a kitten.", "She took it to the vet on Monday.", "The vet is in Porto."]
+    a, b, c = (candidate(embedder, t) for t in texts)
+    rows = [
+        replace(a, context_vectors=(b.token_vectors or b"",)),
+        replace(b, context_vectors=(a.token_vectors or b"", c.token_vectors or b"")),
+        replace(c, token_vectors=None, context_vectors=()),
+        replace(c, id="c2", context_vectors=(b.token_vectors or b"",)),
+    ]
+    _, (q_tokens,) = embedder.embed_with_tokens([query])
+    rho = 0.3
+    scores = MaxSimReranker(embedder.dimension, rho).score(query, q_tokens, rows)
+    q_side = query_side(q_tokens)
+    expected: list[float] = []
+    for row in rows:
+        if row.token_vectors is None:
+            expected.append(float((q_tokens @ row.embedding).mean()))
+            continue
+        own, *around = (
+            decode_token_vectors(blob, embedder.dimension)
+            for blob in (row.token_vectors, *row.context_vectors)
+        )
+        union = np.concatenate([own, *around])
+        expected.append((1 - rho) * brute_maxsim(q_side, own) + rho * brute_maxsim(q_side, union))
+    assert scores == pytest.approx(expected, abs=1e-5)
+
+
 @dataclass
 class _Input:
     name: str
