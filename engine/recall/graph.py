@@ -155,17 +155,21 @@ class GraphWalk:
     ) -> ArmResult:
         """Best first, ties by id; seeds and facts in `exclude` left out."""
         seed_ids = {unit_id for unit_id, _ in seeds}
-        hits = [
-            ArmHit(unit_id, total * self._factor(unit_id))
+        # Scored as tuples and made hits only for the `limit` kept: a walk reaches ~500 facts.
+        beta = self.work.similarity_weight
+        similarity = self.similarity
+        scored = [
+            (-(total * (1 - beta + beta * max(similarity.get(unit_id, 0.0), 0.0))), unit_id)
             for unit_id, total in self.strength.items()
             if unit_id not in exclude and unit_id not in seed_ids
         ]
-        hits.sort(key=lambda h: (-h.score, h.unit_id))
+        scored.sort()
+        hits = [ArmHit(unit_id, -negative) for negative, unit_id in scored[:limit]]
         note = f"{len(seeds)} seeds, named entities {self._names}, steps per hop " + ", ".join(
             f"{walk} {counts}" for walk, counts in self._reached.items()
         )
         elapsed = (time.perf_counter() - self._started) * 1000
-        return ArmResult("graph", hits[:limit], elapsed, note, dict(self.paths))
+        return ArmResult("graph", hits, elapsed, note, dict(self.paths))
 
     async def _walk(
         self,
@@ -209,20 +213,26 @@ class GraphWalk:
         strength came from, and the same whichever walk's hop finishes first (equal
         strengths keep the path that sorts first)."""
         gained: dict[str, float] = {}
+        weights, walk_kinds = self.work.type_weights, self.work.walk_kinds
+        strength, similarity, paths = self.strength, self.similarity, self.paths
         for step in steps:
-            value = step.strength * self.work.type_weights.get(step.kind, 1.0)
+            value = step.strength * weights.get(step.kind, 1.0)
             if value <= 0:
                 continue
+            unit_id = step.unit_id
+            similarity[unit_id] = step.similarity
+            walks = step.kind in walk_kinds and value > gained.get(unit_id, 0.0)
+            best = strength.get(unit_id, 0.0)
+            if not walks and value < best:
+                continue  # neither carries the walk nor beats the best path: no path built
             before = carried.get(step.source, ("seed", step.source)) if step.source else ()
-            path = (*before, step.label, step.unit_id)
-            if step.kind in self.work.walk_kinds and value > gained.get(step.unit_id, 0.0):
-                gained[step.unit_id] = value
-                carried[step.unit_id] = path
-            self.similarity[step.unit_id] = step.similarity
-            best = self.strength.get(step.unit_id, 0.0)
-            if value > best or (value == best and path < self.paths[step.unit_id]):
-                self.strength[step.unit_id] = value
-                self.paths[step.unit_id] = path
+            path = (*before, step.label, unit_id)
+            if walks:
+                gained[unit_id] = value
+                carried[unit_id] = path
+            if value > best or (value == best and path < paths[unit_id]):
+                strength[unit_id] = value
+                paths[unit_id] = path
         return gained
 
     def _next(self, gained: Mapping[str, float], skip: Set[str]) -> dict[str, float]:
