@@ -277,26 +277,40 @@ class BankGraph:
     def _links(
         self, front: list[tuple[int, float, str]], seen: set[int], query: FactQuery, fanout: int
     ) -> list[Step]:
+        """Each frontier fact's first `fanout` links, visible and not yet visited, in frontier
+        order: gathered for the whole frontier at once (one mask, one product)."""
+        if not front:
+            return []
         links = self.links
-        reached: list[tuple[int, str, str, float]] = []
-        for i, w, source in front:
-            start = int(links.starts[i])
-            end = min(int(links.starts[i + 1]), start + fanout)
-            others = links.other[start:end]
-            kept = np.flatnonzero(query.visible(others)).tolist()
-            for other, weight, kind in zip(
-                others[kept].tolist(),
-                links.weight[start:end][kept].tolist(),
-                links.kind[start:end][kept].tolist(),
-                strict=True,
-            ):
-                if other not in seen:
-                    reached.append((other, source, LINK_TYPES[kind], w * weight))
-        similarities = query.similarities([r[0] for r in reached])
+        rows = np.fromiter((i for i, _, _ in front), dtype=np.int64, count=len(front))
+        starts = links.starts[rows].astype(np.int64)
+        lengths = np.minimum(links.starts[rows + 1] - starts, fanout)
+        owners = np.repeat(np.arange(len(front)), lengths)
+        # Position of every link read: its row's start plus its place in the row.
+        positions = np.repeat(starts - (np.cumsum(lengths) - lengths), lengths) + np.arange(
+            int(lengths.sum())
+        )
+        others = links.other[positions]
+        keep = query.visible(others)
+        if seen:
+            keep &= ~np.isin(others, np.fromiter(seen, dtype=np.int32, count=len(seen)))
+        kept = np.flatnonzero(keep)
+        owners, positions, units = owners[kept], positions[kept], others[kept].tolist()
+        # A frontier weight times a link weight, in double as `w * weight` in Python.
+        weights = np.fromiter((w for _, w, _ in front), dtype=np.float64, count=len(front))
+        strengths = (weights[owners] * links.weight[positions].astype(np.float64)).tolist()
+        ids = self.facts.ids
         return [
-            Step(self.facts.ids[other], source, kind, kind, strength, similarity)
-            for (other, source, kind, strength), similarity in zip(
-                reached, similarities, strict=True
+            Step(
+                ids[unit], front[owner][2], LINK_TYPES[kind], LINK_TYPES[kind], strength, similarity
+            )
+            for unit, owner, kind, strength, similarity in zip(
+                units,
+                owners.tolist(),
+                links.kind[positions].tolist(),
+                strengths,
+                query.similarities(units),
+                strict=True,
             )
         ]
 
