@@ -19,8 +19,6 @@ from datetime import UTC, datetime
 from functools import partial
 from typing import Any
 
-import numpy as np
-
 from engine.bm25 import BM25Params
 from engine.db import Pool
 from engine.embedding import Embedder
@@ -39,12 +37,11 @@ from engine.recall.graph_cache import GraphCache, graph_cache_for
 from engine.recall.graph_memory import BankGraph
 from engine.recall.keyword import keyword_arm
 from engine.recall.keyword_memory import memory_keyword_arm
-from engine.recall.lifecycle import is_current, visible_as_of
-from engine.recall.mmr import mmr_order
+from engine.recall.lifecycle import visible_as_of
 from engine.recall.names import name_keys
 from engine.recall.query import QueryText, QueryVectors, analyse_text, embed_query
+from engine.recall.ranking import rank
 from engine.recall.rerank import MaxSimReranker, Reranker, load_reranker
-from engine.recall.scoring import combined_scores
 from engine.recall.semantic import semantic_arm
 from engine.recall.temporal import pooled_temporal_arm
 from engine.recall.token_cache import DEFAULT_CAPACITY_MB, TokenVectorCache
@@ -61,14 +58,9 @@ from engine.recall.types import (
     RecalledMemory,
     RecallRequest,
     RecallResult,
-    Scores,
     TimeWindow,
 )
-from engine.recall.window import window_tier
 from engine.settings import Settings
-
-# A tier past the window's three (inside, undated, outside): facts not current at the time.
-_NOT_CURRENT = 3
 
 
 @dataclass
@@ -375,88 +367,17 @@ class RecallEngine:
         window: TimeWindow | None,
         asks_time: bool = False,
     ) -> Ranked:
-        """CPU stage (thread pool): rerank, combine, floor, diversify."""
-        started = time.perf_counter()
-        if not rows:
-            return Ranked([], 0.0, 0, 0, 0, 0)
-        config = self._config
-        reranked = (
-            self._reranker.score(request.query, vectors.tokens, rows)
-            if self._reranker is not None
-            else None
-        )
-        embeddings = np.stack([row.embedding for row in rows])
-        semantic = embeddings @ vectors.vector
-        finals = combined_scores(
+        """The CPU stage (engine/recall/ranking.py); the ranking benches record around it."""
+        return rank(
+            self._config,
+            self._reranker,
+            request,
+            vectors,
             rows,
-            [f.score for f in fused],
-            reranked,
-            reference=reference,
-            window=window,
-            prefer_observations=request.prefer_observations,
-            config=config,
-            understood=vectors.known_share,
-            lifecycle=request.boosts,
-            asks_time=asks_time,
-            temporal_ranks=[f.ranks.get("temporal") for f in fused],
-            query=request.query,
-        )
-        floors = request.min_scores
-        keep: list[int] = []
-        for i, f in enumerate(fused):
-            keyword = f.scores.get("keyword", 0.0)
-            if (
-                (floors.semantic is not None and semantic[i] < floors.semantic)
-                or (floors.keyword is not None and keyword < floors.keyword)
-                or (
-                    floors.reranker is not None
-                    and reranked is not None
-                    and reranked[i] < floors.reranker
-                )
-                or (floors.final is not None and finals[i] < floors.final)
-            ):
-                continue
-            keep.append(i)
-        by_final = sorted(keep, key=lambda i: (-finals[i], i))
-        # The window outranks every score (engine/recall/window.py) and facts not yet known at
-        # the query's time go after every current one (engine/recall/lifecycle.py); MMR
-        # diversifies within that order, the one shown (engine/recall/mmr.py).
-        when = request.as_of or reference
-        windowed = [window_tier(rows[i], window) for i in by_final]
-        tiers = [
-            t + _NOT_CURRENT * (not is_current(rows[i], when, as_of=request.as_of is not None))
-            for t, i in zip(windowed, by_final, strict=True)
-        ]
-        order = [
-            by_final[j]
-            for j in mmr_order(
-                [finals[i] for i in by_final], embeddings[by_final], config.mmr_lambda, tiers
-            )
-        ]
-        memories = [
-            RecalledMemory(
-                rows[i],
-                Scores(
-                    final=finals[i],
-                    semantic=float(semantic[i]),
-                    keyword=fused[i].scores.get("keyword"),
-                    reranker=reranked[i] if reranked is not None else None,
-                    fused=fused[i].score,
-                    arms=dict(fused[i].scores),
-                    ranks=dict(fused[i].ranks),
-                ),
-                estimate_tokens(rows[i].text),
-            )
-            for i in order
-        ]
-        moved_by_rerank = sum(1 for pos, i in enumerate(by_final) if i != keep[pos])
-        by_window = sorted(range(len(by_final)), key=lambda j: (windowed[j], j))
-        moved_by_window = sum(1 for pos, j in enumerate(by_window) if pos != j)
-        by_tier = [by_final[j] for j in sorted(range(len(by_final)), key=lambda j: (tiers[j], j))]
-        moved_by_mmr = sum(1 for a, b in zip(order, by_tier, strict=True) if a != b)
-        elapsed = (time.perf_counter() - started) * 1000
-        return Ranked(
-            memories, elapsed, len(rows) - len(keep), moved_by_rerank, moved_by_mmr, moved_by_window
+            fused,
+            reference,
+            window,
+            asks_time,
         )
 
     async def _fill(

@@ -182,7 +182,7 @@ def visible_for(request: RecallRequest) -> Visible:
     )
 
 
-def _tags_pass(tags: frozenset[str], wanted: frozenset[str], match: TagsMatch) -> bool:
+def tags_pass(tags: frozenset[str], wanted: frozenset[str], match: TagsMatch) -> bool:
     """engine/store/memories.py tags_clause, in Python."""
     if not wanted:
         return True
@@ -391,7 +391,7 @@ class FactQuery:
             for n, unit in enumerate(units.tolist()):
                 if mask[n]:
                     tags = facts.tags.get(unit, frozenset())
-                    mask[n] = _tags_pass(tags, visible.tags, visible.tags_match)
+                    mask[n] = tags_pass(tags, visible.tags, visible.tags_match)
         return mask
 
     def distances(self, units: NDArray[np.int64] | Int32s) -> NDArray[np.float64]:

@@ -21,7 +21,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from engine.bm25 import BM25Params
-from engine.recall.graph_memory import STATES, BankGraph, _tags_pass, visible_for
+from engine.recall.graph_memory import STATES, BankGraph, tags_pass, visible_for
 from engine.recall.types import FACT_TYPES, ArmHit, ArmResult, RecallRequest
 
 
@@ -68,7 +68,7 @@ def memory_keyword_arm(
         chosen: list[int] = []
         for k in order.tolist():
             tags = facts.tags.get(int(matched[k]), frozenset())
-            if _tags_pass(tags, visible.tags, visible.tags_match):
+            if tags_pass(tags, visible.tags, visible.tags_match):
                 chosen.append(k)
                 if len(chosen) >= limit:
                     break
