@@ -2,9 +2,12 @@
 
 Runs the recall engine in process twice over one pool, one engine reading in SQL and one
 over the bank held in memory (engine/recall/graph_cache.py: the graph walk, the temporal
-arm's exact window and spread), on the synthetic queries of bench/recall_latency.py's bank,
-and prints how many recalls returned the same facts in the same order, how many graph and
-temporal arms found the same facts in the same order, and the first differences.
+arm's exact window and spread, the keyword arm's exact BM25), on the synthetic queries of
+bench/recall_latency.py's bank, and prints how many recalls returned the same facts in the
+same order, how many graph and temporal arms found the same facts in the same order, and the
+first differences. The SQL keyword arm screens large postings lists (engine/recall/keyword.py)
+where the memory arm scores them all, so by default the SQL arm is made exact too
+(`--screened-sql` keeps its screen: recalls then also differ wherever the screen was inexact).
 
     .venv/bin/python -m bench.graph_cache_compare --data-dir /work/cache-100k --queries 200
 """
@@ -27,6 +30,7 @@ from bench.recall_latency import BANK, DAYS, SEED, START  # noqa: E402
 from bench.synthetic_facts import generate_facts, generate_queries  # noqa: E402
 from engine.db import create_pool  # noqa: E402
 from engine.embedding import load_embedder  # noqa: E402
+from engine.recall import keyword  # noqa: E402
 from engine.recall.engine import RecallEngine  # noqa: E402
 from engine.recall.types import Budget, RecallRequest, RecallResult  # noqa: E402
 from engine.settings import Settings  # noqa: E402
@@ -49,6 +53,8 @@ async def run(args: argparse.Namespace, database_url: str) -> int:
     sql = RecallEngine.from_settings(settings, pool, embedder, cpu)
     cached = RecallEngine.from_settings(settings, pool, embedder, cpu, graph_cache=True)
     differ = 0
+    if not args.screened_sql:
+        keyword.EXACT_POSTINGS = 2**62  # the SQL arm scores every posting, as memory does
     try:
         assert cached.graph_cache is not None
         if await cached.graph_cache.read(BANK) is None:
@@ -107,6 +113,9 @@ def main() -> int:
     parser.add_argument("--facts", type=int, default=100_000, help="the bank's planned size")
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--budget", choices=("low", "mid", "high"), default="mid")
+    parser.add_argument(
+        "--screened-sql", action="store_true", help="keep the SQL keyword arm's screen"
+    )
     parser.add_argument("--database-url", default="")
     parser.add_argument("--data-dir", default="", help="an embedded PostgreSQL to start")
     args = parser.parse_args()
