@@ -42,8 +42,9 @@ def never() -> AbstractAsyncContextManager[Services]:
 
 
 async def read_graph(services: Services, bank: str) -> float:
-    """Read the bank's graph into the server's memory before the warm-up (a server reads
-    it in the background after its first recall of the bank); its size in MB, 0: off."""
+    """Read the bank's graph into the server's memory before the warm-up, then its token
+    vectors into theirs (a server does both in the background after its first recall of the
+    bank); the graph's size in MB, 0: off."""
     cache = services.recall.graph_cache
     if cache is None:
         return 0.0
@@ -57,6 +58,15 @@ async def read_graph(services: Services, bank: str) -> float:
     print(
         f"graph cache: {facts:,} facts read in {time.perf_counter() - started:.1f}s, "
         f"{size:.1f} MB ({graph.nbytes / max(facts, 1):,.0f} B a fact)",
+        flush=True,
+    )
+    # The server then reads the bank's token vectors into their cache (engine.warm).
+    started = time.perf_counter()
+    warmed = await services.recall.warm(bank)
+    tokens = services.recall.token_cache
+    print(
+        f"token-vector cache: {warmed:,} blobs read in {time.perf_counter() - started:.1f}s, "
+        f"{tokens.size_bytes / 2**20:.1f} MB held",
         flush=True,
     )
     return round(size, 1)

@@ -205,6 +205,8 @@ async def run(args: argparse.Namespace, database_url: str) -> None:
                 if graph is not None
                 else "graph cache: bank over the capacity, walked in SQL"
             )
+            if graph is not None:  # then the bank's token vectors, as the server does
+                print(f"token-vector cache: {await engine.warm(BANK):,} blobs read", flush=True)
         async with pool.acquire() as conn:
             facts_n = int(
                 await conn.fetchval("SELECT count(*) FROM memory_units WHERE bank_id = $1", BANK)

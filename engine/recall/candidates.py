@@ -41,6 +41,14 @@ SELECT id::text AS id, updated_at AS version, token_vectors FROM memory_units
 WHERE bank_id = $1 AND id = ANY($2::uuid[]) AND token_vectors IS NOT NULL
 """
 
+# A bank's token vectors, to fill the cache ahead of recalls (warm_token_cache): its active
+# facts, what recall shows by default (in no order: sorting them would spill the blobs).
+_WARM = """
+SELECT id::text AS id, updated_at AS version, token_vectors FROM memory_units
+WHERE bank_id = $1 AND state = 'active' AND token_vectors IS NOT NULL
+"""
+WARM_BATCH = 2000
+
 # Observations (engine/consolidation) record the facts they rest on; only observations are
 # looked up, so banks without consolidation never touch the table.
 _EVIDENCE = """
@@ -202,6 +210,36 @@ async def _token_vectors(
             if cache is not None:
                 cache.put(r["id"], r["version"], r["token_vectors"])
     return found
+
+
+async def warm_token_cache(
+    pool: Pool, cache: TokenVectorCache, bank_id: str, batch: int = WARM_BATCH
+) -> int:
+    """Fill the cache's free room with the bank's token vectors, so the recalls that follow
+    read none (the server calls it once a bank's graph is held: a server that has answered
+    for a while holds them anyway, this gets it there at once). Never evicts; stops when the
+    cache is full. Blobs are keyed by version like any other, so a fact changed later is
+    never served stale; if a blob is discarded (erasure, correction) while the warm runs, the
+    warm drops every blob it added, since a row it read may be one discarded meanwhile.
+    Returns how many blobs it added."""
+    if not cache.enabled:
+        return 0
+    generation = cache.generation
+    added: list[str] = []
+    async with pool.acquire() as conn, conn.transaction(readonly=True):
+        cursor = await conn.cursor(_WARM, bank_id)
+        while rows := await cursor.fetch(batch):
+            if cache.generation != generation:
+                cache.drop(added)
+                return 0
+            for r in rows:
+                if r["id"] in cache:
+                    continue
+                if not cache.offer(r["id"], r["version"], r["token_vectors"]):
+                    return len(added)
+                added.append(r["id"])
+            await asyncio.sleep(0)  # let recalls run between batches
+    return len(added)
 
 
 async def fetch_evidence(conn: Connection, observation_ids: Sequence[str]) -> dict[str, list[str]]:

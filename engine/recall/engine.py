@@ -11,6 +11,7 @@ arms' seeds once those are in.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Awaitable, Sequence
 from concurrent.futures import Executor
@@ -29,7 +30,13 @@ from engine.recall.budget import (
     fill_preferring_observations,
     fit_chunks,
 )
-from engine.recall.candidates import fetch_chunks, fetch_evidence, fetch_rows, source_facts
+from engine.recall.candidates import (
+    fetch_chunks,
+    fetch_evidence,
+    fetch_rows,
+    source_facts,
+    warm_token_cache,
+)
 from engine.recall.config import RecallConfig
 from engine.recall.fusion import fuse_rrf, seeds_of, shortlist
 from engine.recall.graph import GraphWalk, graph_work
@@ -61,6 +68,8 @@ from engine.recall.types import (
     TimeWindow,
 )
 from engine.settings import Settings
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -99,6 +108,8 @@ class RecallEngine:
             if token_cache is not None
             else TokenVectorCache(DEFAULT_CAPACITY_MB * 2**20)
         )
+        # Banks whose token vectors were read into the cache once their graph was held.
+        self._warming: dict[str, asyncio.Task[int]] = {}
 
     @classmethod
     def from_settings(
@@ -138,9 +149,26 @@ class RecallEngine:
         return self._graph_cache
 
     async def close(self) -> None:
-        """Stop reading banks' graphs in the background."""
+        """Stop reading banks' graphs and token vectors in the background."""
+        for task in self._warming.values():
+            task.cancel()
+        await asyncio.gather(*self._warming.values(), return_exceptions=True)
         if self._graph_cache is not None:
             await self._graph_cache.close()
+
+    def warm(self, bank_id: str) -> asyncio.Task[int]:
+        """Read the bank's token vectors into the cache's free room, once per bank (in the
+        background; candidates.warm_token_cache). The server starts it once the bank's
+        graph is held; benches await it."""
+        task = self._warming.get(bank_id)
+        if task is None:
+            task = asyncio.create_task(
+                warm_token_cache(self._pool, self._token_cache, bank_id),
+                name=f"engram-warm-{bank_id}",
+            )
+            self._warming[bank_id] = task
+            task.add_done_callback(_log_failure)
+        return task
 
     @property
     def reranker_name(self) -> str:
@@ -300,8 +328,12 @@ class RecallEngine:
             )
 
     async def _held(self, bank_id: str) -> BankGraph | None:
-        """The bank's graph in memory if it is still exact (None: read in SQL)."""
-        return await self._graph_cache.fresh(bank_id) if self._graph_cache else None
+        """The bank's graph in memory if it is still exact (None: read in SQL); the first
+        time one is held, the bank's token vectors are read into the cache too."""
+        graph = await self._graph_cache.fresh(bank_id) if self._graph_cache else None
+        if graph is not None and bank_id not in self._warming:
+            self.warm(bank_id)
+        return graph
 
     async def _temporal(
         self,
@@ -425,6 +457,15 @@ class RecallEngine:
                 request.chunks_max_tokens,
             )
         return entities, chunks
+
+
+def _log_failure(task: asyncio.Task[int]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.error(
+            "warming %s failed: its recalls read token vectors as they come",
+            task.get_name(),
+            exc_info=task.exception(),
+        )
 
 
 async def _timed(future: asyncio.Future[Any], timer: _Timer, name: str) -> Any:

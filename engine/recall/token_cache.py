@@ -25,6 +25,7 @@ class TokenVectorCache:
         self._capacity = max(0, capacity_bytes)
         self._entries: OrderedDict[str, tuple[datetime, bytes]] = OrderedDict()
         self._bytes = 0
+        self._generation = 0
 
     @property
     def enabled(self) -> bool:
@@ -61,9 +62,35 @@ class TokenVectorCache:
             _, (_, evicted) = self._entries.popitem(last=False)
             self._bytes -= len(evicted)
 
+    @property
+    def generation(self) -> int:
+        """Counts `discard` and `clear` calls: a warm (warm_token_cache) that read rows
+        before one of them must not keep what it read."""
+        return self._generation
+
+    def offer(self, fact_id: str, version: datetime, blob: bytes) -> bool:
+        """Keep the blob if it fits without evicting anything and no version of the fact is
+        held; False once the cache is full (a warm stops there)."""
+        if fact_id in self._entries:
+            return True
+        if self._bytes + len(blob) > self._capacity:
+            return False
+        self._entries[fact_id] = (version, blob)
+        self._entries.move_to_end(fact_id, last=False)  # first to go: never used yet
+        self._bytes += len(blob)
+        return True
+
+    def drop(self, fact_ids: list[str]) -> None:
+        """Forget these blobs, as eviction would (a warm undoing itself)."""
+        for fact_id in fact_ids:
+            entry = self._entries.pop(fact_id, None)
+            if entry is not None:
+                self._bytes -= len(entry[1])
+
     def discard(self, fact_ids: list[str]) -> int:
         """Drop the blobs of these facts (erasure: nothing of a forgotten fact stays in the
         process); returns how many were held."""
+        self._generation += 1
         dropped = 0
         for fact_id in fact_ids:
             entry = self._entries.pop(fact_id, None)
@@ -74,5 +101,6 @@ class TokenVectorCache:
 
     def clear(self) -> None:
         """Drop every blob (the database was re-embedded: they are the old model's)."""
+        self._generation += 1
         self._entries.clear()
         self._bytes = 0

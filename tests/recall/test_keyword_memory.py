@@ -127,6 +127,10 @@ async def test_a_write_sends_the_keyword_arm_to_sql_until_the_bank_is_read_again
     first = await retain("a", "Ivo keeps the lighthouse in Porto.")
     assert await cache.read(bank_id) is not None
     assert await arm("lighthouse", cached=True) == [first]
+    # Holding the bank's graph started reading its token vectors into the cache, once.
+    warming = engine.warm(bank_id)
+    assert await warming == 1 and first in engine.token_cache
+    assert engine.warm(bank_id) is warming
 
     # A retain: the next recall scores in SQL (and sees the new fact), then memory again.
     second = await retain("b", "Ivo painted the lighthouse red.")
@@ -157,4 +161,4 @@ async def test_a_write_sends_the_keyword_arm_to_sql_until_the_bank_is_read_again
     assert await cache.read(bank_id) is not None
     assert await arm("lighthouse", cached=True) == []
     assert await arm("lighthouse", cached=True, include_superseded=True) == [first]
-    await cache.close()
+    await engine.close()

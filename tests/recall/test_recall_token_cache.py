@@ -1,11 +1,12 @@
-"""The token-vector cache: bounded, least recently used first out, never serves a stale blob."""
+"""The token-vector cache: bounded, least recently used first out, never serves a stale blob,
+warmed with a bank's blobs without evicting anything or keeping what an erasure raced."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
 from engine.db import Pool
-from engine.recall.candidates import fetch_rows
+from engine.recall.candidates import fetch_rows, warm_token_cache
 from engine.recall.token_cache import TokenVectorCache
 from engine.recall.types import BlobCounts
 from recall.recall_support import Banks
@@ -94,3 +95,61 @@ async def test_fetched_rows_use_the_cache_until_the_fact_changes(
                 stored["token_vectors"],
                 stored["updated_at"],
             )
+
+
+async def test_a_warm_fills_free_room_with_the_banks_blobs_and_undoes_itself_on_a_discard(
+    recall_pool: Pool, banks: Banks
+) -> None:
+    async with recall_pool.acquire() as conn:
+        stored = {
+            r["id"]: r["token_vectors"]
+            for r in await conn.fetch(
+                "SELECT id::text AS id, token_vectors FROM memory_units WHERE bank_id = $1"
+                " AND state = 'active' AND token_vectors IS NOT NULL",
+                banks.main,
+            )
+        }
+    assert len(stored) > 3
+    held = TokenVectorCache(2**24)
+    held.put("elsewhere", T0, b"e" * 10)
+    assert await warm_token_cache(recall_pool, held, banks.main) == len(stored)
+    assert len(held) == len(stored) + 1 and "elsewhere" in held  # nothing evicted
+    # Every blob a recall of the bank then needs is in memory: no read.
+    fact = banks.ids["zelda"]
+    counts = BlobCounts()
+    rows = await fetch_rows(
+        recall_pool,
+        banks.main,
+        [fact],
+        token_vectors=True,
+        entities=False,
+        neighbours=4,
+        cache=held,
+        counts=counts,
+    )
+    assert rows[0].token_vectors == stored[fact] and counts.read == 0 and counts.cached >= 1
+
+    # Full: it stops without evicting what was there.
+    small = TokenVectorCache(len(max(stored.values(), key=len)) + 10)
+    small.put("elsewhere", T0, b"e" * 10)
+    assert await warm_token_cache(recall_pool, small, banks.main) <= 1
+    assert "elsewhere" in small
+
+    # A discard (an erasure) while the warm reads: what it read may be the erased fact's, so
+    # it keeps nothing. One row a batch makes the discard land between two batches.
+    racing = _ErasedDuringTheWarm(2**24)
+    assert await warm_token_cache(recall_pool, racing, banks.main, batch=1) == 0
+    assert len(racing) == 0 and racing.offered >= 1
+
+
+class _ErasedDuringTheWarm(TokenVectorCache):
+    """An erasure's discard right after the warm's first blob is kept."""
+
+    offered = 0
+
+    def offer(self, fact_id: str, version: datetime, blob: bytes) -> bool:
+        kept = super().offer(fact_id, version, blob)
+        self.offered += 1
+        if self.offered == 1:
+            self.discard(["an-erased-fact"])
+        return kept
