@@ -11,7 +11,7 @@ A run (workflows/reembed.py drives it) goes through four steps:
    writes; then one short transaction, with writers held off, embeds what is left (a few
    facts and the staged rows of retains in flight), swaps the columns and indexes, and
    records the new vector space in `engram_meta`.
-4. `sweep`: every process follows the switch within `FOLLOW_INTERVAL` (`LiveEmbedder`); a
+4. `sweep`: every process follows the switch within `FOLLOW_INTERVAL` (engine/live_embedder.py); a
    write made in that gap by a process still on the old model is re-embedded here.
 
 A run is resumable (every step is idempotent) and cancellable before the switch
@@ -22,18 +22,17 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 from pgvector import Vector
 
 from engine.db import Connection, Pool
-from engine.embedding import Embedder, FloatMatrix, load_embedder
+from engine.embedding import Embedder
 from engine.errors import Conflict, NotFound
 from engine.recall.vectors import encode_token_vectors
 
@@ -433,75 +432,3 @@ async def abandon(pool: Pool, run_id: str, reason: str) -> None:
             run_id,
             reason,
         )
-
-
-class LiveEmbedder:
-    """An `Embedder` that follows the database's vector space: after a re-embedding run
-    switches the database, `follow` loads the model it names and every holder of this
-    object embeds with it from then on. `on_swap` callbacks drop what the old model made
-    (the recall engine's cached token vectors)."""
-
-    def __init__(self, embedder: Embedder, model_dir: Path | None = None) -> None:
-        self._current = embedder
-        self._model_dir = model_dir
-        self._on_swap: list[Callable[[], None]] = []
-
-    @property
-    def current(self) -> Embedder:
-        return self._current
-
-    @property
-    def name(self) -> str:
-        return self._current.name
-
-    @property
-    def dimension(self) -> int:
-        return self._current.dimension
-
-    @property
-    def space(self) -> str:
-        return self._current.space
-
-    def embed(self, texts: Sequence[str]) -> FloatMatrix:
-        return self._current.embed(texts)
-
-    def embed_tokens(self, texts: Sequence[str]) -> list[FloatMatrix]:
-        return self._current.embed_tokens(texts)
-
-    def embed_with_tokens(self, texts: Sequence[str]) -> tuple[FloatMatrix, list[FloatMatrix]]:
-        return self._current.embed_with_tokens(texts)
-
-    def known_tokens(self, text: str) -> list[bool]:
-        return self._current.known_tokens(text)
-
-    def on_swap(self, callback: Callable[[], None]) -> None:
-        self._on_swap.append(callback)
-
-    async def follow(self, conn: Connection) -> bool:
-        """Load the database's model if it is not the one in use; True when it swapped."""
-        space, model = await stored_space(conn)
-        if space is None or space == self._current.space:
-            return False
-        if model is None:
-            log.warning("the database's vectors are in %s, not %s", space, self._current.space)
-            return False
-        loop = asyncio.get_running_loop()
-        loaded = await loop.run_in_executor(None, load_embedder, model, self._model_dir)
-        if loaded.space != space:
-            log.warning("model %r makes %s, not the database's %s", model, loaded.space, space)
-            return False
-        self._current = loaded
-        for callback in self._on_swap:
-            callback()
-        log.info("now embedding with %s (%s): the database was re-embedded", model, space)
-        return True
-
-    async def watch(self, pool: Pool, interval: timedelta = FOLLOW_INTERVAL) -> None:
-        """Check every `interval`, until cancelled; a failed check is logged and retried."""
-        while True:
-            await asyncio.sleep(interval.total_seconds())
-            try:
-                async with pool.acquire() as conn:
-                    await self.follow(conn)
-            except Exception:  # a database restart must not end the watch
-                log.exception("could not check the database's vector space")

@@ -14,9 +14,9 @@ from temporalio.client import Client
 from engine.db import Pool, create_pool, migrate
 from engine.embedding import Embedder, load_embedder
 from engine.lifecycle.access import AccessBuffer
+from engine.live_embedder import LiveEmbedder
 from engine.recall.engine import RecallEngine
 from engine.recall.graph_cache import ChangePruner
-from engine.reembed import LiveEmbedder
 from engine.settings import Settings
 from workflows.converter import converter_for
 

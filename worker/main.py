@@ -37,11 +37,11 @@ from engine.embedding import Embedder, load_embedder
 from engine.errors import ConfigurationError
 from engine.extraction.llm import LLMExtractor
 from engine.extraction.local import LocalExtractor
+from engine.live_embedder import LiveEmbedder
 from engine.llm import LLMClient
 from engine.recall.config import RecallConfig
 from engine.recall.engine import RecallEngine
 from engine.recall.rerank import load_reranker
-from engine.reembed import LiveEmbedder
 from engine.reflect.search import ReflectSearch
 from engine.settings import Settings
 from engine.store.llm_requests import LLMRequestLog

@@ -32,19 +32,17 @@ import numpy as np
 from numpy.typing import NDArray
 
 from engine.consolidation.candidates import (
-    PEER_NEAREST,
-    PEER_SCAN_MENTIONS,
     RELATED_SCAN_MENTIONS,
     Neighbour,
     PendingFact,
     nearest_related,
     nearest_scan,
     neighbour,
-    peer_facts,
     related_observations,
     vector,
 )
 from engine.consolidation.claims import Claim, parse_claim
+from engine.consolidation.peers import PEER_NEAREST, PEER_SCAN_MENTIONS, peer_facts
 from engine.consolidation.store import Refreshed, mark_consolidated
 from engine.db import Connection
 

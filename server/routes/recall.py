@@ -11,8 +11,8 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute
 
 from engine.db import Pool
+from engine.live_embedder import LiveEmbedder
 from engine.recall.types import CandidateRow, RankingBoosts, RecalledMemory, RecallResult
-from engine.reembed import LiveEmbedder
 from engine.store.banks import Bank, get_bank
 from server.http import iso, json_response, parse_body, path_param, services_of
 from server.openapi import ApiRoute

@@ -7,7 +7,8 @@ from __future__ import annotations
 import httpx
 from consolidation_support import configure, retain
 
-from engine.consolidation.candidates import peer_facts, pending_facts
+from engine.consolidation.candidates import pending_facts
+from engine.consolidation.peers import peer_facts
 from engine.consolidation.thresholds import CANDIDATE_FLOOR, PEER_FACTS
 from engine.db import Pool
 

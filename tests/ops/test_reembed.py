@@ -24,7 +24,7 @@ from engine import reembed
 from engine.db import Pool, migrate
 from engine.embedding import MINILM_TOKENIZER, Embedder, load_embedder
 from engine.errors import ConfigurationError, Conflict
-from engine.reembed import LiveEmbedder
+from engine.live_embedder import LiveEmbedder
 from engine.settings import Settings
 from engram import cli
 from server.app import create_app

@@ -14,6 +14,25 @@ from recall.recall_support import Banks
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
 
 
+async def _fetch_one(
+    pool: Pool, bank: str, fact: str, cache: TokenVectorCache
+) -> tuple[bytes | None, BlobCounts]:
+    """The fact's row as recall fetches it (its token vectors and its chunk neighbours'),
+    with how many blobs came from the cache and how many were read."""
+    counts = BlobCounts()
+    rows = await fetch_rows(
+        pool,
+        bank,
+        [fact],
+        token_vectors=True,
+        entities=False,
+        neighbours=4,
+        cache=cache,
+        counts=counts,
+    )
+    return rows[0].token_vectors, counts
+
+
 def test_a_blob_is_served_only_for_the_version_it_was_stored_with() -> None:
     cache = TokenVectorCache(1000)
     cache.put("a", T0, b"x" * 10)
@@ -53,18 +72,7 @@ async def test_fetched_rows_use_the_cache_until_the_fact_changes(
     cache = TokenVectorCache(2**20)
 
     async def fetch() -> tuple[bytes | None, BlobCounts]:
-        counts = BlobCounts()
-        rows = await fetch_rows(
-            recall_pool,
-            banks.main,
-            [fact],
-            token_vectors=True,
-            entities=False,
-            neighbours=4,
-            cache=cache,
-            counts=counts,
-        )
-        return rows[0].token_vectors, counts
+        return await _fetch_one(recall_pool, banks.main, fact, cache)
 
     async with recall_pool.acquire() as conn:
         stored = await conn.fetchrow(
@@ -116,18 +124,8 @@ async def test_a_warm_fills_free_room_with_the_banks_blobs_and_undoes_itself_on_
     assert len(held) == len(stored) + 1 and "elsewhere" in held  # nothing evicted
     # Every blob a recall of the bank then needs is in memory: no read.
     fact = banks.ids["zelda"]
-    counts = BlobCounts()
-    rows = await fetch_rows(
-        recall_pool,
-        banks.main,
-        [fact],
-        token_vectors=True,
-        entities=False,
-        neighbours=4,
-        cache=held,
-        counts=counts,
-    )
-    assert rows[0].token_vectors == stored[fact] and counts.read == 0 and counts.cached >= 1
+    blob, counts = await _fetch_one(recall_pool, banks.main, fact, held)
+    assert blob == stored[fact] and counts.read == 0 and counts.cached >= 1
 
     # Full: it stops without evicting what was there.
     small = TokenVectorCache(len(max(stored.values(), key=len)) + 10)
