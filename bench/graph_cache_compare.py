@@ -15,7 +15,6 @@ where the memory arm scores them all, so by default the SQL arm is made exact to
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -25,7 +24,7 @@ from pathlib import Path
 for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_name, "1")
 
-from bench.in_process import bench_database  # noqa: E402
+from bench.in_process import compare_parser, run_compare  # noqa: E402
 from bench.recall_latency import BANK, DAYS, SEED, START  # noqa: E402
 from bench.synthetic_facts import generate_facts, generate_queries  # noqa: E402
 from engine.db import create_pool  # noqa: E402
@@ -109,20 +108,11 @@ async def run(args: argparse.Namespace, database_url: str) -> int:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--facts", type=int, default=100_000, help="the bank's planned size")
-    parser.add_argument("--queries", type=int, default=200)
-    parser.add_argument("--budget", choices=("low", "mid", "high"), default="mid")
+    parser = compare_parser(__doc__)
     parser.add_argument(
         "--screened-sql", action="store_true", help="keep the SQL keyword arm's screen"
     )
-    parser.add_argument("--database-url", default="")
-    parser.add_argument("--data-dir", default="", help="an embedded PostgreSQL to start")
-    args = parser.parse_args()
-    if not args.database_url and not args.data_dir:
-        parser.error("give --database-url or --data-dir")
-    with bench_database(args.database_url, args.data_dir, "recall_latency") as database_url:
-        return asyncio.run(run(args, database_url))
+    return run_compare(parser, run)
 
 
 if __name__ == "__main__":

@@ -4,16 +4,43 @@ client recall never uses, and the bank's graph read into memory before timing.""
 
 from __future__ import annotations
 
+import argparse
+import asyncio
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from contextlib import AbstractAsyncContextManager, contextmanager
 from pathlib import Path
+from typing import Any
 
 import httpx
 from temporalio.client import Client
 
 from engram.postgres import EmbeddedPostgres
 from server.services import Services
+
+
+def compare_parser(doc: str) -> argparse.ArgumentParser:
+    """The options the compare benches share: the 100k bank's plan, queries, budget and where
+    its database is."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n", maxsplit=1)[0])
+    parser.add_argument("--facts", type=int, default=100_000, help="the bank's planned size")
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--budget", choices=("low", "mid", "high"), default="mid")
+    parser.add_argument("--database-url", default="")
+    parser.add_argument("--data-dir", default="", help="an embedded PostgreSQL to start")
+    return parser
+
+
+def run_compare(
+    parser: argparse.ArgumentParser,
+    run: Callable[[argparse.Namespace, str], Coroutine[Any, Any, int]],
+) -> int:
+    """Parse the options and run the compare against recall_latency's database."""
+    args = parser.parse_args()
+    if not args.database_url and not args.data_dir:
+        parser.error("give --database-url or --data-dir")
+    with bench_database(args.database_url, args.data_dir, "recall_latency") as database_url:
+        return asyncio.run(run(args, database_url))
 
 
 @contextmanager

@@ -16,7 +16,6 @@ two must then agree), and the per-arm medians.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import math
 import os
 import statistics
@@ -29,7 +28,7 @@ from pathlib import Path
 for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_name, "1")
 
-from bench.in_process import bench_database  # noqa: E402
+from bench.in_process import compare_parser, run_compare  # noqa: E402
 from bench.recall_latency import BANK, DAYS, SEED, START  # noqa: E402
 from bench.synthetic_facts import generate_facts, generate_queries  # noqa: E402
 from engine.bm25 import BM25Params  # noqa: E402
@@ -155,17 +154,7 @@ async def run(args: argparse.Namespace, database_url: str) -> int:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--facts", type=int, default=100_000, help="the bank's planned size")
-    parser.add_argument("--queries", type=int, default=200)
-    parser.add_argument("--budget", choices=("low", "mid", "high"), default="mid")
-    parser.add_argument("--database-url", default="")
-    parser.add_argument("--data-dir", default="", help="an embedded PostgreSQL to start")
-    args = parser.parse_args()
-    if not args.database_url and not args.data_dir:
-        parser.error("give --database-url or --data-dir")
-    with bench_database(args.database_url, args.data_dir, "recall_latency") as database_url:
-        return asyncio.run(run(args, database_url))
+    return run_compare(compare_parser(__doc__), run)
 
 
 if __name__ == "__main__":
