@@ -108,8 +108,9 @@ class RecallEngine:
             if token_cache is not None
             else TokenVectorCache(DEFAULT_CAPACITY_MB * 2**20)
         )
-        # Banks whose token vectors were read into the cache once their graph was held.
-        self._warming: dict[str, asyncio.Task[int]] = {}
+        # Banks whose token vectors were read into the cache once their graph was held, with
+        # the cache's epoch then (a re-embedding's clear makes them due again).
+        self._warming: dict[str, tuple[int, asyncio.Task[int]]] = {}
 
     @classmethod
     def from_settings(
@@ -150,24 +151,30 @@ class RecallEngine:
 
     async def close(self) -> None:
         """Stop reading banks' graphs and token vectors in the background."""
-        for task in self._warming.values():
+        tasks = [task for _, task in self._warming.values()]
+        for task in tasks:
             task.cancel()
-        await asyncio.gather(*self._warming.values(), return_exceptions=True)
+        await asyncio.gather(*tasks, return_exceptions=True)
         if self._graph_cache is not None:
             await self._graph_cache.close()
 
     def warm(self, bank_id: str) -> asyncio.Task[int]:
-        """Read the bank's token vectors into the cache's free room, once per bank (in the
-        background; candidates.warm_token_cache). The server starts it once the bank's
-        graph is held; benches await it."""
-        task = self._warming.get(bank_id)
-        if task is None:
-            task = asyncio.create_task(
-                warm_token_cache(self._pool, self._token_cache, bank_id),
-                name=f"engram-warm-{bank_id}",
-            )
-            self._warming[bank_id] = task
-            task.add_done_callback(_log_failure)
+        """Read the bank's token vectors into the cache's free room, once per bank and
+        cache epoch (in the background; candidates.warm_token_cache): again after a
+        re-embedding cleared the cache. The server starts it once the bank's graph is held;
+        benches await it."""
+        epoch = self._token_cache.epoch
+        warming = self._warming.get(bank_id)
+        if warming is not None:
+            if warming[0] == epoch:
+                return warming[1]
+            warming[1].cancel()  # it reads for a cache that was cleared meanwhile
+        task = asyncio.create_task(
+            warm_token_cache(self._pool, self._token_cache, bank_id),
+            name=f"engram-warm-{bank_id}",
+        )
+        self._warming[bank_id] = (epoch, task)
+        task.add_done_callback(_log_failure)
         return task
 
     @property
@@ -331,7 +338,7 @@ class RecallEngine:
         """The bank's graph in memory if it is still exact (None: read in SQL); the first
         time one is held, the bank's token vectors are read into the cache too."""
         graph = await self._graph_cache.fresh(bank_id) if self._graph_cache else None
-        if graph is not None and bank_id not in self._warming:
+        if graph is not None:
             self.warm(bank_id)
         return graph
 

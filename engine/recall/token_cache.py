@@ -26,6 +26,7 @@ class TokenVectorCache:
         self._entries: OrderedDict[str, tuple[datetime, bytes]] = OrderedDict()
         self._bytes = 0
         self._generation = 0
+        self._epoch = 0
 
     @property
     def enabled(self) -> bool:
@@ -68,6 +69,12 @@ class TokenVectorCache:
         before one of them must not keep what it read."""
         return self._generation
 
+    @property
+    def epoch(self) -> int:
+        """Counts `clear` calls: what a warm read before one is gone, so banks are warmed
+        again (RecallEngine.warm)."""
+        return self._epoch
+
     def offer(self, fact_id: str, version: datetime, blob: bytes) -> bool:
         """Keep the blob if it fits without evicting anything and no version of the fact is
         held; False once the cache is full (a warm stops there)."""
@@ -102,5 +109,6 @@ class TokenVectorCache:
     def clear(self) -> None:
         """Drop every blob (the database was re-embedded: they are the old model's)."""
         self._generation += 1
+        self._epoch += 1
         self._entries.clear()
         self._bytes = 0

@@ -131,6 +131,10 @@ async def test_a_write_sends_the_keyword_arm_to_sql_until_the_bank_is_read_again
     warming = engine.warm(bank_id)
     assert await warming == 1 and first in engine.token_cache
     assert engine.warm(bank_id) is warming
+    # A re-embedding clears the cache: the next warm of the bank reads its blobs again.
+    engine.token_cache.clear()
+    rewarming = engine.warm(bank_id)
+    assert rewarming is not warming and await rewarming == 1 and first in engine.token_cache
 
     # A retain: the next recall scores in SQL (and sees the new fact), then memory again.
     second = await retain("b", "Ivo painted the lighthouse red.")
