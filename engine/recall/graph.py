@@ -210,8 +210,10 @@ class GraphWalk:
         A step's path is the one its source was reached by in this walk (`carried`: the
         path behind the weight the source carries), not the source's best path overall,
         which the other walk may change at any moment: so a fact's path is the one its
-        strength came from, and the same whichever walk's hop finishes first (equal
-        strengths keep the path that sorts first)."""
+        strength came from, and the same whichever walk's hop finishes first. Equal
+        strengths keep the path that sorts first, in `carried` as in `paths`, so the paths
+        do not depend on the order of a hop's steps either (a statement's rows come in the
+        order its plan makes them: no ORDER BY)."""
         gained: dict[str, float] = {}
         weights, walk_kinds = self.work.type_weights, self.work.walk_kinds
         strength, similarity, paths = self.strength, self.similarity, self.paths
@@ -221,13 +223,15 @@ class GraphWalk:
                 continue
             unit_id = step.unit_id
             similarity[unit_id] = step.similarity
-            walks = step.kind in walk_kinds and value > gained.get(unit_id, 0.0)
+            held = gained.get(unit_id, 0.0)
+            walks = step.kind in walk_kinds and value >= held
             best = strength.get(unit_id, 0.0)
             if not walks and value < best:
                 continue  # neither carries the walk nor beats the best path: no path built
             before = carried.get(step.source, ("seed", step.source)) if step.source else ()
             path = (*before, step.label, unit_id)
-            if walks:
+            # value == held > 0: this hop already carries the fact on, by `carried[unit_id]`
+            if walks and (value > held or path < carried[unit_id]):
                 gained[unit_id] = value
                 carried[unit_id] = path
             if value > best or (value == best and path < paths[unit_id]):

@@ -4,8 +4,9 @@ steps as the SQL walk, and never served after a write changed what it holds."""
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence, Set
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
+from dataclasses import fields, replace
 from datetime import timedelta
 
 import httpx
@@ -20,10 +21,11 @@ from engine.recall.config import RecallConfig
 from engine.recall.graph import GraphWalk, graph_work
 from engine.recall.graph_cache import ChangePruner, GraphCache, graph_cache_for
 from engine.recall.graph_memory import BankGraph
+from engine.recall.graph_types import GraphWork, Step
 from engine.recall.names import name_keys
 from engine.recall.query import embed_query
 from engine.recall.temporal import pooled_temporal_arm, temporal_arm
-from engine.recall.types import ArmResult, Budget, RecallRequest, TimeWindow
+from engine.recall.types import ArmResult, Budget, FloatVector, RecallRequest, TimeWindow
 from engram.postgres import EmbeddedPostgres
 from recall.recall_support import BASE, Banks
 
@@ -89,6 +91,47 @@ async def test_the_cached_walk_takes_the_sql_walks_steps(
                     assert mem.paths == sql.paths
                     compared += len(sql.strength)
     assert compared > 500  # the walks reached facts to compare
+    await cache.close()
+
+
+class _Reversed(BankGraph):
+    """The same hops, their steps in the reverse order: a statement has no ORDER BY, so its
+    rows come in whatever order its plan makes them."""
+
+    def named(
+        self, request: RecallRequest, vector: FloatVector, keys: Sequence[str], work: GraphWork
+    ) -> list[Step]:
+        return super().named(request, vector, keys, work)[::-1]
+
+    def hop(
+        self,
+        request: RecallRequest,
+        vector: FloatVector,
+        frontier: Mapping[str, float],
+        visited: Set[str],
+        work: GraphWork,
+    ) -> list[Step]:
+        return super().hop(request, vector, frontier, visited, work)[::-1]
+
+
+async def test_the_walks_paths_do_not_depend_on_the_order_of_a_hops_steps(
+    recall_pool: Pool, embedder: Embedder, cpu: ThreadPoolExecutor, banks: Banks
+) -> None:
+    # Facts reached at equal strength through two entities or terms (two with the same count)
+    # once carried on whichever path came first, and the facts they led to kept it.
+    cache = graph_cache_for(RecallConfig(), recall_pool, cpu, 64 * 2**20)
+    for bank in (banks.depth, banks.main, banks.by_conversation):
+        graph = await cache.read(bank)
+        assert graph is not None
+        reversed_graph = _Reversed(**{f.name: getattr(graph, f.name) for f in fields(graph)})
+        seeds = [(unit, 1 / (2 + n)) for n, unit in enumerate(sorted(graph.facts.ids)[:6])]
+        for query in QUERIES:
+            for budget in ("mid", "high"):
+                request = RecallRequest(bank, query, budget=budget)
+                walk = await _walk(recall_pool, embedder, request, seeds, (graph, cpu))
+                other = await _walk(recall_pool, embedder, request, seeds, (reversed_graph, cpu))
+                assert walk.strength == other.strength
+                assert walk.paths == other.paths, (bank, query, budget)
     await cache.close()
 
 
