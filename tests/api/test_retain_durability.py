@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 from prometheus_client import CollectorRegistry
 from support.operations import finished_operation
-from support.workers import kill, production_worker, worker_process
+from support.workers import kill, production_worker, stores_held, worker_process
 from temporalio import activity
 from temporalio.testing import WorkflowEnvironment
 
@@ -100,16 +100,17 @@ async def test_a_worker_killed_mid_retain_is_replaced_and_nothing_is_lost_or_dou
     with worker_process(settings, temporal_env) as victim:
         op = f"kill-{bank_id}"
         body = {"items": items, "async": True, "operation_id": op}
-        assert (await plain_api.post(f"{BASE}/{bank_id}/memories", json=body)).status_code == 200
-        for _ in range(600):  # until the worker has extracted facts, before it stores them
-            async with pool.acquire() as conn:
-                staged = await conn.fetchval(
-                    "SELECT count(*) FROM staged_facts WHERE operation_id = $1", op
-                )
-            if staged > 0:
-                break
-            await asyncio.sleep(0.1)
-        kill(victim)
+        async with stores_held(pool):
+            posted = await plain_api.post(f"{BASE}/{bank_id}/memories", json=body)
+            assert posted.status_code == 200, posted.text
+            staged = 0
+            while staged == 0:  # until the worker has extracted facts; none can be stored
+                await asyncio.sleep(0.1)
+                async with pool.acquire() as conn:
+                    staged = await conn.fetchval(
+                        "SELECT count(*) FROM staged_facts WHERE operation_id = $1", op
+                    )
+            kill(victim)
         status = (await plain_api.get(f"{BASE}/{bank_id}/operations/{op}")).json()
         assert status["status"] != "completed", "the worker finished too soon"
         async with production_worker(temporal_env, settings, pool, embedder, cpu):

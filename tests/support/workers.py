@@ -7,9 +7,9 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import asynccontextmanager, contextmanager
 
 from prometheus_client import CollectorRegistry
 from temporalio.testing import WorkflowEnvironment
@@ -55,6 +55,17 @@ def kill(process: subprocess.Popen[bytes]) -> None:
     """SIGKILL: no shutdown, no goodbye to Temporal, like a machine losing power."""
     process.send_signal(signal.SIGKILL)
     process.wait()
+
+
+@asynccontextmanager
+async def stores_held(pool: Pool) -> AsyncIterator[None]:
+    """While inside, writes to memory_units wait (reads pass): a retain or an import extracts
+    and stages its facts but stores none, so a worker killed inside dies mid-operation however
+    slowly the host lets the test look (unheld, the rest of a small batch is stored in a
+    couple of seconds after the first facts are staged)."""
+    async with pool.acquire() as conn, conn.transaction():
+        await conn.execute("LOCK TABLE memory_units IN EXCLUSIVE MODE")
+        yield
 
 
 def production_worker(
