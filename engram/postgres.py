@@ -12,6 +12,7 @@ under umask 077, and connections authenticate with scram-sha-256 and a generated
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import os
 import pwd
@@ -123,7 +124,10 @@ class EmbeddedPostgres:
         preferred = self.data_dir.parent / "run"
         if len(str(preferred)) <= _MAX_SOCKET_DIR:
             return preferred
-        return Path(tempfile.gettempdir()) / f"engram-pg-{abs(hash(str(self.data_dir))):x}"
+        # A digest, not hash(): str hashes differ per process (PYTHONHASHSEED), and every
+        # process (`engram up`, `engram keys`, `engram backup`) must find the same socket.
+        digest = hashlib.sha256(str(self.data_dir).encode()).hexdigest()[:16]
+        return Path(tempfile.gettempdir()) / f"engram-pg-{digest}"
 
     @property
     def password_file(self) -> Path:
