@@ -178,7 +178,9 @@ async def test_ctrl_c_detaches_and_import_status_reattaches(
     first = (await asyncio.wait_for(process.stdout.readline(), 60)).decode()
     assert first.startswith("import ") and "12 documents" in first, first
     operation_id = first.split()[1]
-    await asyncio.sleep(0.5)  # watching now
+    # Its first progress line: it is watching now (a fixed pause assumed it would be by then).
+    watching = (await asyncio.wait_for(process.stdout.readline(), 60)).decode()
+    assert "documents" in watching and "100%" not in watching, watching
     process.send_signal(signal.SIGINT)
     rest, errors = await asyncio.wait_for(process.communicate(), 60)
     assert process.returncode == 0, errors.decode()
