@@ -274,3 +274,29 @@ async def test_a_flush_skips_a_fact_another_writer_holds_instead_of_waiting(
         )
     counts = {r["id"]: r["access_count"] for r in rows}
     assert counts == {held: 0, free: 2}
+
+
+async def test_reinforcing_a_fact_rewrites_it_in_place(
+    api: httpx.AsyncClient, pool: Pool, bank_id: str
+) -> None:
+    """Pages keep room for one more version of a row (migration 0038), so a recall's
+    reinforcement writes no index entry (a HOT update): one fact of every page the bank's
+    facts were written to, in one transaction, all in place. At fillfactor 100 every page but
+    the last is full and the update goes to another page, through every index, HNSW included."""
+    response = await api.put(f"{BASE}/{bank_id}", json={"enable_observations": False})
+    assert response.status_code == 200, response.text
+    sentences = " ".join(f"Ines planted tree number {n} in the orchard." for n in range(40))
+    await retain(api, bank_id, [{"content": sentences}])
+    async with pool.acquire() as conn, conn.transaction():
+        one_per_page = await conn.fetch(
+            "SELECT DISTINCT ON ((ctid::text::point)[0]) id::text FROM memory_units "
+            "WHERE bank_id = $1 ORDER BY (ctid::text::point)[0], id",
+            bank_id,
+        )
+        assert len(one_per_page) > 2  # several pages, all but the last filled as far as allowed
+        ids = [r["id"] for r in one_per_page]
+        assert await reinforce(conn, bank_id, dict.fromkeys(ids, 1), datetime.now(UTC)) == len(ids)
+        in_place = await conn.fetchval(
+            "SELECT pg_stat_get_xact_tuples_hot_updated('memory_units'::regclass)"
+        )
+    assert in_place == len(ids)
