@@ -240,7 +240,8 @@ class RecallEngine:
             conversation_scan=config.context_scan,
             cache=self._token_cache,
             counts=blobs,
-            held=bank.facts if (bank := held.result()) is not None else None,
+            held=held.result(),
+            cpu=self._cpu,
         )
         if request.as_of is not None:
             rows = visible_as_of(rows, request.as_of)

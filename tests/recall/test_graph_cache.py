@@ -280,8 +280,8 @@ async def test_candidates_take_their_embeddings_from_the_held_bank(
     read = await fetch_rows(recall_pool, banks.main, ids, token_vectors=False, entities=True)
     # One candidate the bank in memory lacks (written after it was read): all are read.
     index = {i: n for i, n in graph.facts.index.items() if i != ids[0]}
-    lacking = replace(graph.facts, index=index)
-    for held in (graph.facts, lacking):
+    lacking = replace(graph, facts=replace(graph.facts, index=index))
+    for held in (graph, lacking):
         rows = await fetch_rows(
             recall_pool, banks.main, ids, token_vectors=False, entities=True, held=held
         )
