@@ -7,6 +7,7 @@ import math
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import timedelta
+from typing import TypedDict
 
 import httpx
 import numpy as np
@@ -192,6 +193,13 @@ async def test_a_graph_expires_and_the_changes_it_no_longer_needs_are_pruned(
     assert await _changes(pool, bank_id) == 0  # ended before the mark: pruned
 
 
+class _Knobs(TypedDict):
+    limit: int
+    ef_search: int
+    spread_seeds: int
+    fanout: int
+
+
 async def test_the_cached_temporal_arm_finds_the_sql_arms_facts(
     recall_pool: Pool,
     postgres: EmbeddedPostgres,
@@ -239,7 +247,7 @@ async def test_the_cached_temporal_arm_finds_the_sql_arms_facts(
                             recall_pool,
                         ),
                     ):
-                        knobs = {"limit": 10, "ef_search": 40, "spread_seeds": 5, "fanout": 12}
+                        knobs = _Knobs(limit=10, ef_search=40, spread_seeds=5, fanout=12)
                         async with recall_pool.acquire() as conn:
                             sql = await temporal_arm(
                                 conn, request, vector, window, spread_decay=0.5, **knobs
