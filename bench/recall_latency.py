@@ -66,6 +66,7 @@ from bench.synthetic_facts import (  # noqa: E402
 from engine.db import Connection, Pool, create_pool, migrate  # noqa: E402
 from engine.embedding import Embedder, load_embedder  # noqa: E402
 from engine.entities import normalize_name  # noqa: E402
+from engine.recall.semantic import SCAN_SESSION  # noqa: E402
 from engine.retain.gate import OrderedGate  # noqa: E402
 from engine.retain.links import link_staged  # noqa: E402
 from engine.retain.payloads import (  # noqa: E402
@@ -355,6 +356,8 @@ async def run(args: argparse.Namespace, database_url: str) -> Figures:
     embedder = load_embedder("minilm")
     await migrate(database_url, embedder.dimension, embedder.space)
     pool = await create_pool(database_url, max_size=args.pool)
+    # Recall's, opened as the server opens its own (server/services.py: recall's scan settings).
+    serving = await create_pool(database_url, max_size=args.pool, settings=SCAN_SESSION)
     cpu = ThreadPoolExecutor(CPU_THREADS, thread_name_prefix="bench-cpu")
     services: Services | None = None
     try:
@@ -375,11 +378,12 @@ async def run(args: argparse.Namespace, database_url: str) -> Figures:
         )
         services = Services(
             settings,
-            pool,
+            serving,
             await lazy_temporal(),
             embedder,
             cpu,
             graph_cache=args.graph_cache_mb > 0,
+            scan_session=True,
         )
         graph_mb = await read_graph(services, BANK)
         app = create_app(never)
@@ -424,6 +428,7 @@ async def run(args: argparse.Namespace, database_url: str) -> Figures:
             await services.recall.close()
         cpu.shutdown(wait=False, cancel_futures=True)
         await pool.close()
+        await serving.close()
 
 
 async def server_timings(

@@ -72,6 +72,7 @@ from bench.synthetic_facts import (  # noqa: E402
 )
 from engine.db import Pool, create_pool, migrate  # noqa: E402
 from engine.embedding import Embedder, load_embedder  # noqa: E402
+from engine.recall.semantic import SCAN_SESSION  # noqa: E402
 from engine.retain.gate import OrderedGate  # noqa: E402
 from engine.settings import Settings  # noqa: E402
 from engine.store.banks import ensure_bank  # noqa: E402
@@ -333,6 +334,8 @@ async def run(args: argparse.Namespace, database_url: str) -> dict[str, Any]:
     real = load_embedder("minilm")
     await migrate(database_url, real.dimension, real.space)
     pool = await create_pool(database_url, max_size=args.pool)
+    # Recall's, opened as the server opens its own (server/services.py: recall's scan settings).
+    serving = await create_pool(database_url, max_size=args.pool, settings=SCAN_SESSION)
     cpu = ThreadPoolExecutor(CPU_THREADS, thread_name_prefix="bench-cpu")
     out: dict[str, Any] = {}
     try:
@@ -371,7 +374,13 @@ async def run(args: argparse.Namespace, database_url: str) -> dict[str, Any]:
             recall_graph_cache_mb=args.graph_cache_mb,
         )
         services = Services(
-            settings, pool, await lazy_temporal(), real, cpu, graph_cache=args.graph_cache_mb > 0
+            settings,
+            serving,
+            await lazy_temporal(),
+            real,
+            cpu,
+            graph_cache=args.graph_cache_mb > 0,
+            scan_session=True,
         )
         app = create_app(never)
         app.state.services = services
@@ -389,6 +398,7 @@ async def run(args: argparse.Namespace, database_url: str) -> dict[str, Any]:
     finally:
         cpu.shutdown(wait=False, cancel_futures=True)
         await pool.close()
+        await serving.close()
     return out
 
 

@@ -38,6 +38,7 @@ from bench.synthetic_facts import generate_facts, generate_queries  # noqa: E402
 from engine.db import create_pool  # noqa: E402
 from engine.embedding import load_embedder  # noqa: E402
 from engine.recall.engine import RecallEngine  # noqa: E402
+from engine.recall.semantic import SCAN_SESSION  # noqa: E402
 from engine.recall.types import RecallRequest  # noqa: E402
 from engine.settings import Settings  # noqa: E402
 from server.services import CPU_THREADS  # noqa: E402
@@ -183,7 +184,10 @@ async def run(args: argparse.Namespace, database_url: str) -> None:
         if args.plan_cache_mode:
             await conn.execute(f"SET plan_cache_mode = {args.plan_cache_mode}")
 
-    pool = await create_pool(database_url, max_size=10, on_connect=on_connect)
+    # As the server opens its pool (server/services.py: recall's scan settings).
+    pool = await create_pool(
+        database_url, max_size=10, on_connect=on_connect, settings=SCAN_SESSION
+    )
     cpu = ThreadPoolExecutor(CPU_THREADS, thread_name_prefix="profile-cpu")
     settings = Settings(
         home=Path("/nonexistent"),
@@ -191,7 +195,7 @@ async def run(args: argparse.Namespace, database_url: str) -> None:
         recall_graph_cache_mb=args.graph_cache_mb,
     )
     engine = RecallEngine.from_settings(
-        settings, pool, embedder, cpu, graph_cache=args.graph_cache_mb > 0
+        settings, pool, embedder, cpu, graph_cache=args.graph_cache_mb > 0, scan_session=True
     )
     try:
         if engine.graph_cache is not None:

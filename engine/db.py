@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from importlib import resources
 from typing import TYPE_CHECKING, Final, TypeAlias
@@ -99,8 +99,9 @@ SERVER_SETTINGS: Final = {"plan_cache_mode": "force_custom_plan"}
 
 async def _keep_session(conn: Connection) -> None:
     """Released connections skip asyncpg's reset query (RESET ALL, pg_advisory_unlock_all,
-    CLOSE ALL, UNLISTEN *): Engram keeps no session state — settings are SET LOCAL, advisory
-    locks are transaction locks, nothing LISTENs — and asyncpg still rolls back an open
+    CLOSE ALL, UNLISTEN *): Engram keeps no session state — settings are SET LOCAL or the
+    pool's own from each connection's start (`settings`), advisory locks are transaction
+    locks, nothing LISTENs — and asyncpg still rolls back an open
     transaction first. The reset was one more round trip per release: a recall takes ~8
     connections, so 8 of its ~20 statements (bench/recall_latency.py)."""
 
@@ -112,11 +113,14 @@ async def create_pool(
     max_size: int = 10,
     on_connect: Callable[[asyncpg.Connection], Awaitable[None]] | None = None,
     custom_plans: bool = True,
+    settings: Mapping[str, str] | None = None,
 ) -> Pool:
     """A pool whose connections know the vector and jsonb codecs; `on_connect` runs on each
     new connection after that (bench/recall_profile.py adds a query logger there).
     `custom_plans` plans every statement for its arguments (SERVER_SETTINGS, for recall);
-    without it PostgreSQL picks generic plans where it judges them no worse.
+    without it PostgreSQL picks generic plans where it judges them no worse. `settings`: more
+    session settings every connection starts with (the server's: recall's HNSW scan settings,
+    engine/recall/semantic.py SCAN_SESSION).
 
     The schema must exist first (the vector type is looked up per connection), so callers run
     `migrate` on a plain connection before opening the pool.
@@ -134,7 +138,7 @@ async def create_pool(
         init=init,
         reset=_keep_session,
         command_timeout=60,
-        server_settings=SERVER_SETTINGS if custom_plans else {},
+        server_settings={**(SERVER_SETTINGS if custom_plans else {}), **(settings or {})},
     )
     assert pool is not None
     return pool

@@ -17,6 +17,7 @@ from engine.lifecycle.access import AccessBuffer
 from engine.live_embedder import LiveEmbedder
 from engine.recall.engine import RecallEngine
 from engine.recall.graph_cache import ChangePruner
+from engine.recall.semantic import SCAN_SESSION
 from engine.settings import Settings
 from workflows.converter import converter_for
 
@@ -35,6 +36,8 @@ class Services:
     # Keep banks' graphs in memory (engine/recall/graph_cache.py): the server's processes do
     # (`open_services`, which closes it); services built by hand (tests) walk in SQL.
     graph_cache: bool = False
+    # The pool's connections start with recall's scan settings (`open_services` opens it so).
+    scan_session: bool = False
     # Built with the services, not on the first request, so no recall pays for it.
     recall: RecallEngine = field(init=False)
     # The facts recall returned, flushed as reinforcement by `open_services`' task.
@@ -49,6 +52,7 @@ class Services:
             self.cpu,
             access=self.access,
             graph_cache=self.graph_cache,
+            scan_session=self.scan_session,
         )
 
 
@@ -59,7 +63,9 @@ async def open_services(settings: Settings) -> AsyncIterator[Services]:
     # Follows a re-embedding (engine/reembed.py): recall embeds queries with the model the
     # database's vectors are in, within FOLLOW_INTERVAL of the switch.
     embedder = LiveEmbedder(loaded, settings.model_dir)
-    pool = await create_pool(settings.database_url, max_size=settings.db_pool_max)
+    pool = await create_pool(
+        settings.database_url, max_size=settings.db_pool_max, settings=SCAN_SESSION
+    )
     cpu = ThreadPoolExecutor(CPU_THREADS, thread_name_prefix="engram-cpu")
     try:
         temporal = await Client.connect(
@@ -67,7 +73,9 @@ async def open_services(settings: Settings) -> AsyncIterator[Services]:
             namespace=settings.temporal_namespace,
             data_converter=converter_for(settings),
         )
-        services = Services(settings, pool, temporal, embedder, cpu, graph_cache=True)
+        services = Services(
+            settings, pool, temporal, embedder, cpu, graph_cache=True, scan_session=True
+        )
         embedder.on_swap(services.recall.token_cache.clear)
         if services.recall.graph_cache is not None:
             embedder.on_swap(services.recall.graph_cache.clear)

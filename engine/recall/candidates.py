@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from concurrent.futures import Executor
 from datetime import datetime, timedelta
+from functools import partial
 
 import asyncpg
 import numpy as np
 
 from engine.db import Connection, Pool
 from engine.recall.budget import estimate_tokens, fill_budget
-from engine.recall.context import NEIGHBOURS_SQL
-from engine.recall.graph_memory import Facts
+from engine.recall.context import NEIGHBOURS_SQL, Around, around_of
+from engine.recall.context_memory import HELD_GAP, held_neighbours
+from engine.recall.graph_memory import BankGraph
 from engine.recall.token_cache import TokenVectorCache
 from engine.recall.types import BlobCounts, CandidateRow, RecalledMemory, RecallRequest
 
@@ -82,61 +85,86 @@ async def fetch_rows(
     conversation_scan: int = 0,
     cache: TokenVectorCache | None = None,
     counts: BlobCounts | None = None,
-    held: Facts | None = None,
+    held: BankGraph | None = None,
+    cpu: Executor | None = None,
 ) -> list[CandidateRow]:
     """The rows of `ids`, in the order given (ids that vanished meanwhile are left out), with
     the token vectors of up to `neighbours` facts around each in its conversation, at most
     `neighbour_chunks` chunks away on its timeline (engine/recall/context.py: other documents
     count within `conversation_gap`, `conversation_scan` of them read per side).
 
-    Three reads at once, on three connections: the rows, the neighbours, and the token vectors
-    of the candidates `cache` holds in no version. Then one more for the token vectors of the
-    neighbours (and of any candidate whose cached version turned out stale). Measured at 80
-    candidates: rows and neighbours at once 5.5 ms instead of 8.9 ms one after the other.
+    Three reads at once, on three connections: the rows, the neighbours (unless the held bank
+    answers, below), and the token vectors of the candidates `cache` holds in no version.
+    Then one more for the token vectors of the neighbours (and of any candidate whose cached
+    version turned out stale). Measured at 80 candidates: rows and neighbours at once 5.5 ms
+    instead of 8.9 ms one after the other.
 
-    `held`: the facts of the bank held in memory (engine/recall/graph_cache.py, exact at the
-    recall's start); when it has every candidate their embeddings are taken from it, the same
-    float16 values, instead of being read and decoded with the rows."""
+    `held`: the bank held in memory (engine/recall/graph_cache.py, exact at the recall's
+    start); when it has every candidate their embeddings are taken from it, the same float16
+    values, instead of being read and decoded with the rows, and their neighbours are found
+    in it (engine/recall/context_memory.py, in `cpu` beside the rows' read) instead of by
+    the statement."""
     ids = list(ids)
     counts = counts if counts is not None else BlobCounts()
-    index = held.index if held is not None else {}
+    facts = held.facts if held is not None else None
+    whole = facts is not None and bool(ids) and all(i in facts.index for i in ids)
     held_vectors = (
-        held.embeddings[[index[i] for i in ids]].astype(np.float32)
-        if held is not None and ids and all(i in index for i in ids)
+        facts.embeddings[[facts.index[i] for i in ids]].astype(np.float32)
+        if facts is not None and whole
         else None
     )
-    reads = [_fetch(pool, _ROWS, bank_id, ids, entities, held_vectors is None)]
+    rows_read = asyncio.ensure_future(
+        _fetch(pool, _ROWS, bank_id, ids, entities, held_vectors is None)
+    )
+    around: asyncio.Future[Around | None] | asyncio.Task[Around] | None = None
     if token_vectors and neighbours > 0:
-        reads.append(
-            _fetch(
-                pool,
-                NEIGHBOURS_SQL,
-                bank_id,
+        if held is not None and whole and cpu is not None and conversation_gap < HELD_GAP:
+            find = partial(
+                held_neighbours,
+                held.timeline,
+                held.dates,
+                held.facts.ids,
+                held.facts.index,
                 ids,
-                neighbours,
-                neighbour_chunks,
-                conversation_gap,
-                conversation_scan,
+                neighbours=neighbours,
+                chunks=neighbour_chunks,
+                gap=conversation_gap,
+                scan=conversation_scan,
             )
-        )
+            around = asyncio.get_running_loop().run_in_executor(cpu, find)
+        else:
+            around = asyncio.ensure_future(
+                _neighbours(
+                    pool,
+                    bank_id,
+                    ids,
+                    neighbours,
+                    neighbour_chunks,
+                    conversation_gap,
+                    conversation_scan,
+                )
+            )
     unknown = [i for i in ids if cache is None or i not in cache] if token_vectors else []
     early = (
         asyncio.ensure_future(_fetch(pool, _TOKEN_VECTORS, bank_id, unknown)) if unknown else None
     )
     try:
-        rows, *around = await asyncio.gather(*reads)
+        rows = await rows_read
+        found = await around if around is not None else None
         read = await early if early is not None else []
     except BaseException:
-        if early is not None:
-            early.cancel()
+        for task in (rows_read, around, early):
+            if task is not None:
+                task.cancel()
         raise
     context: dict[str, list[str]] = {}
     blobs: dict[str, bytes] = {}
     if token_vectors:
         versions: dict[str, datetime] = {r["id"]: r["version"] for r in rows}
-        for n in around[0] if around else []:
-            context.setdefault(n["for_id"], []).append(n["neighbour_id"])
-            versions.setdefault(n["neighbour_id"], n["version"])
+        if found is not None:
+            context = found.neighbours
+            for fact_id, version in found.versions.items():
+                versions.setdefault(fact_id, version)
         blobs = await _token_vectors(pool, bank_id, versions, cache, counts, read)
     where = {fact_id: n for n, fact_id in enumerate(ids)}
     by_id = {
@@ -173,6 +201,19 @@ async def fetch_rows(
         for r in rows
     }
     return [by_id[i] for i in ids if i in by_id]
+
+
+async def _neighbours(
+    pool: Pool,
+    bank_id: str,
+    ids: list[str],
+    neighbours: int,
+    chunks: int,
+    gap: timedelta,
+    scan: int,
+) -> Around:
+    rows = await _fetch(pool, NEIGHBOURS_SQL, bank_id, ids, neighbours, chunks, gap, scan)
+    return around_of(rows)
 
 
 async def _token_vectors(

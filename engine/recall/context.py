@@ -26,7 +26,12 @@ one timestamp costs no more than a bank of conversations.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Final
+
+import asyncpg
 
 # Metadata keys naming the conversation an item belongs to, the first one present wins.
 THREAD_KEYS: Final = (
@@ -39,14 +44,15 @@ THREAD_KEYS: Final = (
 )
 
 
-def _thread(alias: str) -> str:
+def thread_sql(alias: str) -> str:
+    """The SQL naming the thread of the fact aliased `alias` (THREAD_KEYS), or NULL."""
     return "coalesce(" + ", ".join(f"{alias}.metadata->>'{k}'" for k in THREAD_KEYS) + ")"
 
 
 # What the timeline needs of a fact, read from the row the scan already filtered on (joining
 # memory_units again by id cost 4 buffers a timeline fact: 3,500 of 7,400 per recall at 100k).
 _COLUMNS: Final = (
-    "{0}.id, {0}.updated_at, {0}.source_start, {0}.mentioned_at, {0}.document_id, {0}.chunk_id"
+    "{0}.id, {0}.updated_at, {0}.source_start, {0}.mentioned_at, near.document_id, near.chunk_index"
 )
 
 # $1 bank, $2 candidate ids, $3 neighbours per candidate, $4 timeline steps either side,
@@ -54,10 +60,15 @@ _COLUMNS: Final = (
 # The timeline is built once per distinct moment and conversation among the candidates (`g`),
 # not once per candidate: LoCoMo's 80 candidates of a recall share ~15 sessions. A candidate on
 # no timeline (no timestamp, or left out by the scan bound) gets its own document's chunks.
+# Each side's scan is ordered by the whole timeline key and the id, so which facts the bound
+# keeps among facts sharing a timestamp does not depend on the rows' physical order, and a copy
+# in memory (context_memory.py) keeps the same ones; PostgreSQL reads the (bank_id,
+# mentioned_at) index and sorts each run of equal timestamps (an incremental sort). A document
+# is its chunks' document (the fact's own `document_id` is the same, as retain writes both).
 NEIGHBOURS_SQL: Final = f"""
 WITH c AS MATERIALIZED (
-    SELECT m.id, m.document_id, ch.chunk_index, coalesce(m.source_start, 0) AS at,
-           m.mentioned_at, m.context, m.tags, {_thread("m")} AS thread
+    SELECT m.id, ch.document_id, ch.chunk_index, coalesce(m.source_start, 0) AS at,
+           m.mentioned_at, m.context, m.tags, {thread_sql("m")} AS thread
     FROM memory_units m
     JOIN chunks ch ON ch.bank_id = m.bank_id AND ch.chunk_id = m.chunk_id
     WHERE m.bank_id = $1 AND m.id = ANY($2::uuid[])
@@ -68,24 +79,27 @@ WITH c AS MATERIALIZED (
 ), line AS MATERIALIZED (
     SELECT g.gid, s.id, s.updated_at, coalesce(s.source_start, 0) AS at,
            dense_rank() OVER (
-               PARTITION BY g.gid ORDER BY s.mentioned_at, s.document_id, near.chunk_index
+               PARTITION BY g.gid ORDER BY s.mentioned_at, s.document_id, s.chunk_index
            ) AS pos
     FROM g CROSS JOIN LATERAL (
         (SELECT {_COLUMNS.format("b")} FROM memory_units b
+         JOIN chunks near ON near.bank_id = $1 AND near.chunk_id = b.chunk_id
          WHERE b.bank_id = $1 AND b.mentioned_at <= g.mentioned_at
-           AND b.mentioned_at >= g.mentioned_at - $5::interval AND b.chunk_id IS NOT NULL
+           AND b.mentioned_at >= g.mentioned_at - $5::interval
            AND b.context = g.context AND b.tags = g.tags
-           AND {_thread("b")} IS NOT DISTINCT FROM g.thread
-         ORDER BY b.mentioned_at DESC LIMIT $6)
+           AND {thread_sql("b")} IS NOT DISTINCT FROM g.thread
+         ORDER BY b.mentioned_at DESC, near.document_id DESC, near.chunk_index DESC, b.id DESC
+         LIMIT $6)
         UNION ALL
         (SELECT {_COLUMNS.format("a")} FROM memory_units a
+         JOIN chunks near ON near.bank_id = $1 AND near.chunk_id = a.chunk_id
          WHERE a.bank_id = $1 AND a.mentioned_at > g.mentioned_at
-           AND a.mentioned_at <= g.mentioned_at + $5::interval AND a.chunk_id IS NOT NULL
+           AND a.mentioned_at <= g.mentioned_at + $5::interval
            AND a.context = g.context AND a.tags = g.tags
-           AND {_thread("a")} IS NOT DISTINCT FROM g.thread
-         ORDER BY a.mentioned_at LIMIT $6)
+           AND {thread_sql("a")} IS NOT DISTINCT FROM g.thread
+         ORDER BY a.mentioned_at, near.document_id, near.chunk_index, a.id
+         LIMIT $6)
     ) s
-    JOIN chunks near ON near.bank_id = $1 AND near.chunk_id = s.chunk_id
 ), placed AS MATERIALIZED (
     SELECT c.id, l.gid, l.pos
     FROM c
@@ -114,3 +128,22 @@ FROM c CROSS JOIN LATERAL (
 ) n
 WHERE NOT EXISTS (SELECT 1 FROM placed p WHERE p.id = c.id)
 """
+
+
+@dataclass(frozen=True)
+class Around:
+    """Each candidate's neighbours (fact ids, nearest first) and every neighbour's version
+    (`updated_at`, the token-vector cache's key)."""
+
+    neighbours: dict[str, list[str]]
+    versions: dict[str, datetime]
+
+
+def around_of(rows: Sequence[asyncpg.Record]) -> Around:
+    """NEIGHBOURS_SQL's rows as an `Around`."""
+    neighbours: dict[str, list[str]] = {}
+    versions: dict[str, datetime] = {}
+    for r in rows:
+        neighbours.setdefault(r["for_id"], []).append(r["neighbour_id"])
+        versions[r["neighbour_id"]] = r["version"]
+    return Around(neighbours, versions)

@@ -92,8 +92,11 @@ class RecallEngine:
         token_cache: TokenVectorCache | None = None,
         access: AccessBuffer | None = None,
         graph_cache: GraphCache | None = None,
+        scan_session: bool = False,
     ) -> None:
         self._pool = pool
+        # The pool's connections start with semantic.SCAN_SESSION (the server's).
+        self._scan_session = scan_session
         # Banks' graphs in memory, so the walk sends no statement (None: always SQL).
         self._graph_cache = graph_cache
         self._embedder = embedder
@@ -121,10 +124,12 @@ class RecallEngine:
         cpu: Executor,
         access: AccessBuffer | None = None,
         graph_cache: bool = False,
+        scan_session: bool = False,
     ) -> RecallEngine:
         """The process's recall engine as configured (the reranker may load a model): the
         server's, and the worker's for reflect's tools. `graph_cache`: keep banks' graphs
-        in memory (the server; its owner closes it, `close`)."""
+        in memory (the server; its owner closes it, `close`). `scan_session`: `pool` was
+        opened with semantic.SCAN_SESSION (the server's)."""
         config = RecallConfig(mmr_lambda=settings.recall_mmr_lambda)
         reranker = load_reranker(
             settings.recall_reranker, embedder.dimension, config.context_weight
@@ -135,7 +140,7 @@ class RecallEngine:
             if graph_cache and settings.recall_graph_cache_mb > 0
             else None
         )
-        return cls(pool, embedder, cpu, reranker, config, None, cache, access, graphs)
+        return cls(pool, embedder, cpu, reranker, config, None, cache, access, graphs, scan_session)
 
     @property
     def config(self) -> RecallConfig:
@@ -240,7 +245,8 @@ class RecallEngine:
             conversation_scan=config.context_scan,
             cache=self._token_cache,
             counts=blobs,
-            held=bank.facts if (bank := held.result()) is not None else None,
+            held=held.result(),
+            cpu=self._cpu,
         )
         if request.as_of is not None:
             rows = visible_as_of(rows, request.as_of)
@@ -332,6 +338,7 @@ class RecallEngine:
                 limit=profile.arm_limit,
                 ef_search=profile.ef_search,
                 floor=self._config.similarity_floor,
+                session=self._scan_session,
             )
 
     async def _held(self, bank_id: str) -> BankGraph | None:
@@ -367,6 +374,7 @@ class RecallEngine:
             spread_seeds=config.temporal_spread_seeds,
             spread_decay=config.temporal_spread_decay,
             fanout=profile.graph_fanout,
+            session=self._scan_session,
         )
 
     async def _graph(

@@ -17,12 +17,13 @@ SQL path. Measured at 100k facts: ~1.4 kB a fact (docs/benchmarks.md "Tenth pass
 "Twelfth pass" and "Keyword arm from memory"), most of it the 384 float16 dimensions of each
 embedding (768 B); the temporal arm's dates (25 B) and temporal links (~10 a fact, 8 B each)
 ~100 B of it, the keyword arm's postings ~80 B (engine/recall/postings.py: 12.8 postings a
-fact at 6 B, and its length).
+fact at 6 B, and its length), the rerank context's timeline 40 B (engine/recall/timeline.py).
 
 The temporal arm reads the same graph (engine/recall/temporal_memory.py): every write of a
 fact's dates sets its `updated_at` (consolidation, correction), which the update trigger
-counts, so dates are exact on the same terms. So does the keyword arm
-(engine/recall/keyword_memory.py): its postings are read in the graph's snapshot.
+counts, so dates are exact on the same terms. So do the keyword arm
+(engine/recall/keyword_memory.py): its postings are read in the graph's snapshot, and the
+rerank's context (engine/recall/context_memory.py).
 
 `bank_changes` is pruned by every server process, whether or not it keeps graphs
 (`ChangePruner`, a task of the server's): every `max_age` (an hour) it deletes the rows of
@@ -68,12 +69,13 @@ from engine.recall.graph_memory import (
     invert,
 )
 from engine.recall.postings import PostingRows, postings_of, read_postings
+from engine.recall.timeline import read_timeline, timeline_of
 from engine.recall.types import FACT_TYPES
 
 log = logging.getLogger(__name__)
 
 # Estimated bytes a fact costs before a bank is read (measured after: BankGraph.nbytes).
-BYTES_PER_FACT = 1380
+BYTES_PER_FACT = 1420
 # A bank too large for the capacity is looked at again after this long (it may have shrunk).
 RETRY_TOO_LARGE_S = 600.0
 # The longest a graph is kept, and how often `bank_changes` is pruned (see above).
@@ -293,6 +295,7 @@ class GraphCache:
             entities = await conn.fetch(_ENTITIES, bank_id, self._max_entity_mentions)
             terms = await conn.fetch(_TERMS, bank_id, self._max_term_df)
             postings = await read_postings(conn, bank_id)
+            timeline = await read_timeline(conn, bank_id)
         read = Snapshot(head["snapshot"], head["xmin"], float(head["n"]), started)
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(
@@ -306,6 +309,7 @@ class GraphCache:
             entities,
             terms,
             postings,
+            timeline,
         )
 
 
@@ -355,6 +359,7 @@ def _build(
     entity_rows: Sequence[asyncpg.Record],
     term_rows: Sequence[asyncpg.Record],
     posting_rows: PostingRows,
+    timeline_row: asyncpg.Record | None,
 ) -> BankGraph:
     """The arrays of graph_memory.py from the rows read (CPU: the thread pool)."""
     size = int(fact_row["n"]) if fact_row is not None else 0
@@ -437,6 +442,7 @@ def _build(
         of_fact=invert(term_units, size),
     )
     postings = postings_of(posting_rows, size)
+    timeline = timeline_of(timeline_row, dates.mentioned_at, dates.mentioned, size)
     nbytes = (
         postings.nbytes
         + embeddings.nbytes
@@ -454,11 +460,12 @@ def _build(
         + terms.of_fact.nbytes
         + dates.nbytes
         + temporal.nbytes
+        + timeline.nbytes
         # names and ids of entities and terms, ~150 B each
         + 150 * (len(entity_rows) + len(term_rows))
     )
     return BankGraph(
-        bank_id, read, facts, links, entities, terms, dates, temporal, nbytes, postings
+        bank_id, read, facts, links, entities, terms, dates, temporal, nbytes, postings, timeline
     )
 
 

@@ -29,6 +29,7 @@ from numpy.typing import NDArray
 from engine.recall.filters import visible_states
 from engine.recall.graph_types import GraphWork, Step
 from engine.recall.postings import Postings
+from engine.recall.timeline import Timeline
 from engine.recall.types import FACT_TYPES, FloatVector, RecallRequest
 from engine.store.memories import TagsMatch
 
@@ -209,6 +210,7 @@ class BankGraph:
     temporal: TemporalLinks
     nbytes: int
     postings: Postings  # the keyword arm's index (engine/recall/keyword_memory.py)
+    timeline: Timeline  # the rerank's context (engine/recall/context_memory.py)
 
     def specificity(self, count: float) -> float:
         n = self.read.unit_count

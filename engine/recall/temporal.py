@@ -23,7 +23,7 @@ from engine.db import Connection, Pool
 from engine.limits import EARLIEST_INSTANT, LATEST_INSTANT
 from engine.recall.filters import ACTIVE, filter_args, filter_sql, visible_states
 from engine.recall.graph_memory import BankGraph
-from engine.recall.semantic import SCAN_SETTINGS
+from engine.recall.semantic import scan_settings
 from engine.recall.temporal_memory import spread_hits, window_hits
 from engine.recall.types import ArmHit, ArmResult, FloatVector, RecallRequest, TimeWindow
 from engine.store.memories import TagsMatch
@@ -129,12 +129,14 @@ async def temporal_arm(
     spread_seeds: int,
     spread_decay: float,
     fanout: int,
+    session: bool = False,
 ) -> ArmResult:
+    """`session`: the connection started with semantic.SCAN_SESSION."""
     started = time.perf_counter()
     if window is None:
         return ArmResult("temporal", [], 0.0, "no time window in the query")
     window = clamp_window(window)
-    hits = await _window_hits(conn, request, vector, window, limit, ef_search)
+    hits = await _window_hits(conn, request, vector, window, limit, ef_search, session)
     seeds = hits[:spread_seeds]
     if seeds and spread_decay > 0:
         spread = await conn.fetch(
@@ -160,6 +162,7 @@ async def pooled_temporal_arm(
     spread_seeds: int,
     spread_decay: float,
     fanout: int,
+    session: bool = False,
 ) -> ArmResult:
     """`temporal_arm` on a pooled connection, or over the bank held in memory when `cached`
     (engine/recall/temporal_memory.py): then the exact window and the spread send no
@@ -177,6 +180,7 @@ async def pooled_temporal_arm(
                 spread_seeds=spread_seeds,
                 spread_decay=spread_decay,
                 fanout=fanout,
+                session=session,
             )
     started = time.perf_counter()
     if window is None:
@@ -188,7 +192,7 @@ async def pooled_temporal_arm(
         hits = await loop.run_in_executor(cpu, window_hits, graph, request, vector, window, limit)
     else:
         async with pool.acquire() as conn:
-            hits = await _window_hits(conn, request, vector, window, limit, ef_search)
+            hits = await _window_hits(conn, request, vector, window, limit, ef_search, session)
     seeds = [(h.unit_id, h.score * spread_decay) for h in hits[:spread_seeds]]
     if seeds and spread_decay > 0:
         spread = await loop.run_in_executor(cpu, spread_hits, graph, request, vector, seeds, fanout)
@@ -203,6 +207,7 @@ async def _window_hits(
     window: TimeWindow,
     limit: int,
     ef_search: int,
+    session: bool,
 ) -> list[ArmHit]:
     args = (*filter_args(request), Vector(vector), window.start, window.end, limit)
     if window.end - window.start <= EXACT_WINDOW:
@@ -210,8 +215,7 @@ async def _window_hits(
             exact_window_sql(request.tags_match, visible_states(request)), *args
         )
     else:
-        async with conn.transaction():
-            await conn.execute(SCAN_SETTINGS, str(max(ef_search, limit)))
+        async with scan_settings(conn, max(ef_search, limit), session):
             rows = await conn.fetch(window_sql(request.tags_match, visible_states(request)), *args)
     return [ArmHit(r["id"], float(r["similarity"])) for r in rows]
 

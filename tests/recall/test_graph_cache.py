@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence, Set
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import fields, replace
 from datetime import timedelta
+from typing import TypedDict
 
 import httpx
 import numpy as np
@@ -235,6 +236,13 @@ async def test_a_graph_expires_and_the_changes_it_no_longer_needs_are_pruned(
     assert await _changes(pool, bank_id) == 0  # ended before the mark: pruned
 
 
+class _Knobs(TypedDict):
+    limit: int
+    ef_search: int
+    spread_seeds: int
+    fanout: int
+
+
 async def test_the_cached_temporal_arm_finds_the_sql_arms_facts(
     recall_pool: Pool,
     postgres: EmbeddedPostgres,
@@ -282,7 +290,7 @@ async def test_the_cached_temporal_arm_finds_the_sql_arms_facts(
                             recall_pool,
                         ),
                     ):
-                        knobs = {"limit": 10, "ef_search": 40, "spread_seeds": 5, "fanout": 12}
+                        knobs = _Knobs(limit=10, ef_search=40, spread_seeds=5, fanout=12)
                         async with recall_pool.acquire() as conn:
                             sql = await temporal_arm(
                                 conn, request, vector, window, spread_decay=0.5, **knobs
@@ -323,8 +331,8 @@ async def test_candidates_take_their_embeddings_from_the_held_bank(
     read = await fetch_rows(recall_pool, banks.main, ids, token_vectors=False, entities=True)
     # One candidate the bank in memory lacks (written after it was read): all are read.
     index = {i: n for i, n in graph.facts.index.items() if i != ids[0]}
-    lacking = replace(graph.facts, index=index)
-    for held in (graph.facts, lacking):
+    lacking = replace(graph, facts=replace(graph.facts, index=index))
+    for held in (graph, lacking):
         rows = await fetch_rows(
             recall_pool, banks.main, ids, token_vectors=False, entities=True, held=held
         )
