@@ -23,21 +23,18 @@ from worker.main import CPU_THREADS
 
 _RESET_OBSERVATIONS = (
     "DELETE FROM memory_units WHERE bank_id = $1 AND fact_type = 'observation'",
-    # only rows that were consolidated: each update writes every index of the row (HNSW too),
-    # and the whole 100,000-fact bank outlasted the pool's statement timeout
-    "UPDATE memory_units SET consolidated_at = NULL"
-    " WHERE bank_id = $1 AND consolidated_at IS NOT NULL",
+    # every fact back on the backlog (engine/store/backlog.py)
+    "INSERT INTO consolidation_backlog (fact_id, bank_id, event_at)"
+    " SELECT id, bank_id, coalesce(occurred_start, mentioned_at, created_at) FROM memory_units"
+    " WHERE bank_id = $1 AND fact_type <> 'observation' ON CONFLICT DO NOTHING",
     "UPDATE banks SET config = config || '{\"enable_observations\": true}' WHERE bank_id = $1",
     # a kept home's earlier run recorded its batches under the same operation id: they would
     # answer the first batches of this run without consolidating anything
     "DELETE FROM consolidation_batches WHERE bank_id = $1",
 )
 
-# Facts the consolidation backlog counts: stored, not observations, not yet consolidated.
-BACKLOG = """
-SELECT count(*) FROM memory_units
-WHERE bank_id = $1 AND fact_type <> 'observation' AND consolidated_at IS NULL
-"""
+# Facts waiting for consolidation.
+BACKLOG = "SELECT count(*) FROM consolidation_backlog WHERE bank_id = $1"
 
 
 @dataclass

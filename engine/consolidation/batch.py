@@ -1,8 +1,8 @@
 """One bounded step of a bank's consolidation, atomic: whatever it did to observations commits
-together with `consolidated_at` of the facts it took, so a crash before the commit leaves
-every fact waiting; nothing is skipped or repeated. The step's result commits with it too,
-under (operation, position): a retry after the commit answers with it rather than taking
-the next facts, so the operation's totals stay exact.
+together with taking its facts off the backlog (engine/store/backlog.py), so a crash before
+the commit leaves every fact waiting; nothing is skipped or repeated. The step's result
+commits with it too, under (operation, position): a retry after the commit answers with it
+rather than taking the next facts, so the operation's totals stay exact.
 
 A transaction-level advisory lock per bank serialises steps even outside the workflow's
 one-run-per-bank guarantee. The last step of a backlog also repairs observations whose

@@ -58,31 +58,29 @@ SELECT m.id::text AS id, m.text, m.tags, m.embedding,
                       ORDER BY 1), '{}') AS entity_ids,
        (SELECT coalesce(sum(e.mention_count), 0) FROM unit_entities ue
         JOIN entities e ON e.id = ue.entity_id WHERE ue.unit_id = m.id) AS mentions
-FROM memory_units m
-WHERE m.bank_id = $1 AND m.consolidated_at IS NULL AND m.fact_type <> 'observation'
-ORDER BY coalesce(m.occurred_start, m.mentioned_at, m.created_at), m.id
+FROM consolidation_backlog b JOIN memory_units m ON m.id = b.fact_id
+WHERE b.bank_id = $1
+ORDER BY b.event_at, b.fact_id
 LIMIT $2
 """
-# NO KEY UPDATE, not UPDATE: consolidation only sets consolidated_at, and the weaker lock lets
-# an upsert insert links to these facts (a foreign-key check takes KEY SHARE) instead of
+# The facts are locked (not their backlog rows): a retain deleting one of them waits for the
+# batch. NO KEY UPDATE, not UPDATE: consolidation never changes a fact, and the weaker lock
+# lets an upsert insert links to these facts (a foreign-key check takes KEY SHARE) instead of
 # waiting for the batch while holding the bank's statistics row, which the batch then waits
 # for (LoCoMo import vs. the consolidation sweep: a deadlock every few batches). A retain that
 # deletes one of them still waits, as DELETE needs the stronger lock.
 _PENDING_LOCKED = _PENDING + " FOR NO KEY UPDATE OF m"
 _STILL_PENDING = """
-SELECT id::text AS id FROM memory_units
-WHERE bank_id = $1 AND id = ANY($2::uuid[]) AND consolidated_at IS NULL
-ORDER BY coalesce(occurred_start, mentioned_at, created_at), id
-FOR NO KEY UPDATE
+SELECT m.id::text AS id FROM consolidation_backlog b JOIN memory_units m ON m.id = b.fact_id
+WHERE b.bank_id = $1 AND b.fact_id = ANY($2::uuid[])
+ORDER BY b.event_at, b.fact_id
+FOR NO KEY UPDATE OF m
 """
 # Then the bank's statistics row, before anything that writes observations or their terms:
 # upsert takes its facts' locks, then this row (its fact insert's trigger), then BM25 term
 # rows, so taking them in the same order makes the two queue instead of deadlocking.
 _LOCK_BANK_STATS = "SELECT 1 FROM bank_stats WHERE bank_id = $1 FOR NO KEY UPDATE"
-_BACKLOG = """
-SELECT count(*) FROM memory_units
-WHERE bank_id = $1 AND consolidated_at IS NULL AND fact_type <> 'observation'
-"""
+_BACKLOG = "SELECT count(*) FROM consolidation_backlog WHERE bank_id = $1"
 
 _SHARES_ENTITY = """(
     (cardinality($ENT::uuid[]) = 0
@@ -170,12 +168,11 @@ CROSS JOIN LATERAL (
 ) n
 WHERE cardinality(f.popular) > 0
 """
-# The local path marks the fact consolidated in the same statement (one round trip less a
-# fact; under load a round trip cost ~4 ms, more than most of these statements): the fact is
+# The local path takes the fact off the backlog in the same statement (one round trip less
+# a fact; under load a round trip cost ~4 ms, more than most of these statements): the fact is
 # never its own candidate, and the mark commits or rolls back with the batch either way.
 _MARK_FACT = """marked AS (
-    UPDATE memory_units SET consolidated_at = now()
-    WHERE id = $11::uuid AND consolidated_at IS NULL
+    DELETE FROM consolidation_backlog WHERE fact_id = $11::uuid
 ),"""
 _RELATED_MARKING = _RELATED_OBSERVATIONS.replace("WITH ", f"WITH {_MARK_FACT}\n", 1)
 

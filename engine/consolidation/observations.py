@@ -14,6 +14,7 @@ import asyncpg
 from engine.consolidation.freshness import Trend, freshness_trend
 from engine.db import Connection
 from engine.errors import InvalidInput, NotFound
+from engine.store.backlog import requeue_statement
 from engine.store.document_history import record_observations_cleared
 
 
@@ -93,8 +94,7 @@ GROUP BY e.observation_id
 """
 _STATUS = """
 SELECT
-  (SELECT count(*) FROM memory_units WHERE bank_id = $1 AND consolidated_at IS NULL
-     AND fact_type <> 'observation') AS pending,
+  (SELECT count(*) FROM consolidation_backlog WHERE bank_id = $1) AS pending,
   (SELECT count(*) FROM memory_units WHERE bank_id = $1 AND fact_type = 'observation')
      AS observations,
   (SELECT facts_consolidated FROM consolidation_state WHERE bank_id = $1) AS facts_consolidated,
@@ -120,8 +120,7 @@ WHERE coalesce((b.config->>'enable_observations')::boolean, true)
                   WHERE op.bank_id = b.bank_id AND op.kind = 'import'
                     AND op.status IN ('pending', 'running')
                     AND op.created_at > now() - interval '{IMPORT_QUIET_HOURS} hours')
-  AND (EXISTS (SELECT 1 FROM memory_units m WHERE m.bank_id = b.bank_id
-                 AND m.consolidated_at IS NULL AND m.fact_type <> 'observation')
+  AND (EXISTS (SELECT 1 FROM consolidation_backlog cb WHERE cb.bank_id = b.bank_id)
        OR EXISTS (SELECT 1 FROM observations o WHERE o.bank_id = b.bank_id
                     AND NOT EXISTS (SELECT 1 FROM observation_evidence e
                                     WHERE e.observation_id = o.observation_id
@@ -214,6 +213,9 @@ async def banks_with_work(conn: Connection, limit: int) -> list[str]:
     return [r["bank_id"] for r in await conn.fetch(_BANKS_WITH_WORK, limit)]
 
 
+_REQUEUE_BANK = requeue_statement("m.bank_id = $1")
+
+
 async def clear_observations(conn: Connection, bank_id: str) -> int:
     """Delete a bank's observations and their history; its facts go back on the backlog, so
     the next consolidation rebuilds observations from scratch."""
@@ -223,11 +225,7 @@ async def clear_observations(conn: Connection, bank_id: str) -> int:
             "DELETE FROM memory_units WHERE bank_id = $1 AND fact_type = 'observation'", bank_id
         )
         await conn.execute("DELETE FROM observation_history WHERE bank_id = $1", bank_id)
-        await conn.execute(
-            "UPDATE memory_units SET consolidated_at = NULL WHERE bank_id = $1"
-            " AND fact_type <> 'observation' AND consolidated_at IS NOT NULL",
-            bank_id,
-        )
+        await conn.execute(_REQUEUE_BANK, bank_id)
         return int(status.rsplit(" ", 1)[-1])
 
 
@@ -243,12 +241,10 @@ SELECT $1, o.observation_id, o.version + 1, 'retracted', m.text, NULL, $3, $4::u
 FROM observations o JOIN memory_units m ON m.id = o.observation_id
 WHERE o.observation_id = ANY($2::uuid[])
 """
-_REQUEUE_EVIDENCE = """
-UPDATE memory_units SET consolidated_at = NULL
-WHERE bank_id = $1 AND fact_type <> 'observation'
-  AND (id = ANY($3::uuid[]) OR id IN (SELECT fact_id FROM observation_evidence
-                                      WHERE observation_id = ANY($2::uuid[])))
-"""
+_REQUEUE_EVIDENCE = requeue_statement(
+    "m.bank_id = $1 AND (m.id = ANY($3::uuid[]) OR m.id IN (SELECT fact_id FROM"
+    " observation_evidence WHERE observation_id = ANY($2::uuid[])))"
+)
 
 
 async def _clear_built_from(

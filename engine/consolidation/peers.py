@@ -14,6 +14,7 @@ from engine.consolidation.candidates import (
     neighbour,
 )
 from engine.db import Connection
+from engine.store.backlog import consolidated
 
 # Archived memories take no part (docs/lifecycle.md): an archived fact is no evidence for a
 # new observation, and an archived observation is not grown again. A superseded fact still is:
@@ -29,7 +30,7 @@ _PEER_COLUMNS = """m.id::text AS id, m.text, 1 - (m.embedding <=> $3) AS similar
        NULL::jsonb AS claim, coalesce(m.occurred_start, m.mentioned_at, m.created_at) AS event_at,
        m.created_at, m.embedding"""
 _PEER_FILTER = f"""m.bank_id = $1 AND m.fact_type <> 'observation' AND {IN_SCOPE}
-  AND m.state IN ('active', 'superseded') AND m.consolidated_at IS NOT NULL AND m.id <> $4::uuid
+  AND m.state IN ('active', 'superseded') AND {consolidated("m")} AND m.id <> $4::uuid
   AND NOT EXISTS (SELECT 1 FROM observation_evidence e WHERE e.fact_id = m.id)
   AND 1 - (m.embedding <=> $3) >= $6"""
 _PEERS_BY_ENTITY = f"""
@@ -64,7 +65,7 @@ PEER_NEAREST = 200
 # carrying every filter (2,000+ tuples, 70 ms instead of ~5).
 _PEERS_NEAREST = f"""
 WITH near AS MATERIALIZED (
-    SELECT m.id, m.text, m.tags, m.state, m.consolidated_at, m.created_at, m.embedding,
+    SELECT m.id, m.text, m.tags, m.state, m.created_at, m.embedding,
            coalesce(m.occurred_start, m.mentioned_at, m.created_at) AS event_at,
            m.embedding <=> $3 AS distance
     FROM memory_units m
@@ -75,7 +76,7 @@ WITH near AS MATERIALIZED (
 SELECT m.id::text AS id, m.text, 1 - m.distance AS similarity, NULL::jsonb AS claim,
        m.event_at, m.created_at, m.embedding, m.distance
 FROM near m
-WHERE {IN_SCOPE} AND m.state IN ('active', 'superseded') AND m.consolidated_at IS NOT NULL
+WHERE {IN_SCOPE} AND m.state IN ('active', 'superseded') AND {consolidated("m")}
   AND m.id <> $4::uuid AND 1 - m.distance >= $6
   AND NOT EXISTS (SELECT 1 FROM observation_evidence e WHERE e.fact_id = m.id)
   -- by the candidate's key: as a semi-join the planner read every mention of the

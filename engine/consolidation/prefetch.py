@@ -45,6 +45,7 @@ from engine.consolidation.claims import Claim, parse_claim
 from engine.consolidation.peers import PEER_NEAREST, PEER_SCAN_MENTIONS, peer_facts
 from engine.consolidation.store import Refreshed, mark_consolidated
 from engine.db import Connection
+from engine.store.backlog import consolidated
 
 # Rows read per fact beyond the limit, for what the batch removes before the fact's turn.
 MARGIN = 16
@@ -139,10 +140,10 @@ ORDER BY r.fact_id, r.n
 """
 # A fact of the batch counts as consolidated here (it is one when the later facts meet it);
 # which of them a fact may meet is decided in Python, by the order they are taken.
-_PEER_FILTER = """m.bank_id = $1 AND m.fact_type <> 'observation'
+_PEER_FILTER = f"""m.bank_id = $1 AND m.fact_type <> 'observation'
   AND m.tags @> f.tags AND m.tags <@ f.tags
   AND m.state IN ('active', 'superseded') AND m.id <> f.id
-  AND (m.consolidated_at IS NOT NULL OR m.id = ANY($2::uuid[]))
+  AND (m.id = ANY($2::uuid[]) OR {consolidated("m")})
   AND NOT EXISTS (SELECT 1 FROM observation_evidence e WHERE e.fact_id = m.id)
   AND 1 - (m.embedding <=> f.embedding) >= $5"""
 _PEER_COLUMNS = """m.id::text AS id, m.text, 1 - (m.embedding <=> f.embedding) AS similarity,
@@ -175,7 +176,7 @@ CROSS JOIN LATERAL (
     SELECT m.id::text AS id, m.text, 1 - m.distance AS similarity, NULL::jsonb AS claim,
            m.event_at, m.created_at, m.embedding, m.distance
     FROM (
-        SELECT m.id, m.text, m.tags, m.state, m.consolidated_at, m.created_at, m.embedding,
+        SELECT m.id, m.text, m.tags, m.state, m.created_at, m.embedding,
                coalesce(m.occurred_start, m.mentioned_at, m.created_at) AS event_at,
                m.embedding <=> f.embedding AS distance
         FROM memory_units m
@@ -184,7 +185,7 @@ CROSS JOIN LATERAL (
         LIMIT $8
     ) m
     WHERE m.tags @> f.tags AND m.tags <@ f.tags AND m.state IN ('active', 'superseded')
-      AND (m.consolidated_at IS NOT NULL OR m.id = ANY($2::uuid[]))
+      AND (m.id = ANY($2::uuid[]) OR {consolidated("m")})
       AND m.id <> f.id AND 1 - m.distance >= $5
       AND NOT EXISTS (SELECT 1 FROM observation_evidence e WHERE e.fact_id = m.id)
       -- by the candidate's key: as a semi-join the planner read every mention of the

@@ -23,6 +23,7 @@ from engine.consolidation.encode import EncodedText
 from engine.consolidation.freshness import freshness_trend
 from engine.db import Connection
 from engine.errors import NotFound
+from engine.store.backlog import take_off_backlog
 from engine.text import term_frequencies
 
 Stance = Literal["supports", "superseded", "contradicts"]
@@ -51,8 +52,8 @@ class PriorVersion:
 _INSERT_NEW = """
 WITH unit AS (
     INSERT INTO memory_units (id, bank_id, fact_type, text, tags, proof_count, embedding,
-                              token_count, token_vectors, consolidated_at)
-    VALUES ($1, $2, 'observation', $3, $4::text[], 0, $5, $6, $7, now())
+                              token_count, token_vectors)
+    VALUES ($1, $2, 'observation', $3, $4::text[], 0, $5, $6, $7)
 ), terms AS (
     INSERT INTO memory_terms (bank_id, term, unit_id, tf)
     SELECT $2, t.term, $1, t.tf FROM unnest($8::text[], $9::int[]) AS t(term, tf)
@@ -161,10 +162,6 @@ INSERT INTO observation_evidence (observation_id, fact_id, bank_id, quote, stanc
 SELECT $1, fact_id, bank_id, quote, coalesce($3, stance), evidence_at, added_at
 FROM observation_evidence WHERE observation_id = $2
 ON CONFLICT (observation_id, fact_id) DO NOTHING
-"""
-_MARK = """
-UPDATE memory_units SET consolidated_at = now()
-WHERE id = ANY($1::uuid[]) AND consolidated_at IS NULL
 """
 
 
@@ -427,4 +424,5 @@ async def reinforce_observation(
 
 
 async def mark_consolidated(conn: Connection, fact_ids: Sequence[str]) -> None:
-    await conn.execute(_MARK, list(fact_ids))
+    """The facts are consolidated: off the backlog (memory_units is not written)."""
+    await take_off_backlog(conn, fact_ids)

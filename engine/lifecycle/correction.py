@@ -21,6 +21,7 @@ from engine.db import Connection
 from engine.errors import InvalidInput, NotFound
 from engine.lifecycle.relink import names_for_text, replace_entities
 from engine.lifecycle.versions import record_version
+from engine.store.backlog import requeue, requeue_statement
 from engine.store.document_history import EventKind, record_event
 from engine.text import TERMS_VERSION, term_frequencies
 
@@ -97,15 +98,15 @@ SELECT $1, $2, id, 'semantic', similarity FROM near WHERE similarity >= $4
 ON CONFLICT DO NOTHING
 """
 
-_RETRACT_DERIVED = """
-WITH derived AS (
-    SELECT DISTINCT observation_id FROM observation_evidence WHERE fact_id = $2
-), others AS (
-    UPDATE memory_units SET consolidated_at = NULL
-    WHERE id IN (SELECT fact_id FROM observation_evidence
-                 WHERE observation_id IN (SELECT observation_id FROM derived))
+# The observations built from the fact go; all their evidence waits for consolidation again.
+_REQUEUE_DERIVED = requeue_statement(
+    "m.bank_id = $1 AND m.id IN (SELECT e.fact_id FROM observation_evidence e"
+    " WHERE e.observation_id IN (SELECT observation_id FROM observation_evidence"
+    " WHERE fact_id = $2))"
 )
-DELETE FROM memory_units WHERE bank_id = $1 AND id IN (SELECT observation_id FROM derived)
+_RETRACT_DERIVED = """
+DELETE FROM memory_units WHERE bank_id = $1
+  AND id IN (SELECT observation_id FROM observation_evidence WHERE fact_id = $2)
 """
 
 
@@ -151,6 +152,7 @@ async def correct_memory(
                 raise InvalidInput("text", "a new text needs its embedding")
             await _reindex(conn, bank_id, memory_id, text, reembedded)
         if text_changed or change.state is not None:
+            await conn.execute(_REQUEUE_DERIVED, bank_id, memory_id)
             await conn.execute(_RETRACT_DERIVED, bank_id, memory_id)
         names = change.entities
         if names is None and text_changed and change.resolve_entities:
@@ -208,9 +210,10 @@ async def _reindex(
     # The fact row is locked already (_CURRENT), so its old length read here is the one the
     # bank's statistics counted; BM25's average length stays exact.
     previous = await conn.fetchval("SELECT token_count FROM memory_units WHERE id = $1", memory_id)
+    await requeue(conn, bank_id, [memory_id])
     await conn.execute(
         "UPDATE memory_units SET embedding = $2, token_vectors = $3, token_count = $4,"
-        " terms_version = $5, consolidated_at = NULL WHERE id = $1",
+        " terms_version = $5 WHERE id = $1",
         memory_id,
         vector,
         reembedded.token_vectors,

@@ -36,6 +36,7 @@ from engine.entities import normalize_name
 from engine.errors import InvalidInput, NotFound
 from engine.lifecycle.tombstones import text_hash
 from engine.retain.upsert import DELETE_ORPHAN_ENTITIES
+from engine.store.backlog import requeue_statement
 from engine.store.document_files import drop_originals
 from engine.store.document_history import record_event
 from engine.store.locks import consolidation_lock
@@ -137,6 +138,11 @@ SELECT DISTINCT observation_id::text AS id FROM observation_evidence
 WHERE bank_id = $1 AND fact_id = ANY($2::uuid[])
 """
 
+# Retracted observations' other evidence (not erased itself) waits for consolidation again.
+_REQUEUE_EVIDENCE = requeue_statement(
+    "m.bank_id = $1 AND m.id IN (SELECT fact_id FROM observation_evidence"
+    " WHERE observation_id = ANY($2::uuid[])) AND m.id <> ALL($3::uuid[])"
+)
 _MENTAL_MODELS = """
 SELECT id FROM mental_models WHERE bank_id = $1 AND based_on_ids && $2::uuid[]
 """
@@ -345,14 +351,7 @@ async def _erase(
         )
     ]
     # Retracted observations: their other evidence is consolidated again.
-    await conn.execute(
-        "UPDATE memory_units SET consolidated_at = NULL WHERE bank_id = $1 AND id IN"
-        " (SELECT fact_id FROM observation_evidence WHERE observation_id = ANY($2::uuid[]))"
-        " AND id <> ALL($3::uuid[])",
-        bank_id,
-        observations,
-        all_ids,
-    )
+    await conn.execute(_REQUEUE_EVIDENCE, bank_id, observations, all_ids)
     await conn.execute(
         "DELETE FROM observation_history WHERE bank_id = $1"
         " AND (observation_id = ANY($2::uuid[]) OR fact_ids && $3::uuid[])",

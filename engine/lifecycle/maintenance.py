@@ -47,6 +47,7 @@ from engine.lifecycle.detect import claim_of
 from engine.lifecycle.importance import BASE as NEUTRAL_IMPORTANCE
 from engine.lifecycle.payloads import BATCH_SIZE
 from engine.lifecycle.policy import LifecyclePolicy
+from engine.store.backlog import requeue
 
 _BATCH = """
 SELECT id FROM memory_units
@@ -112,10 +113,6 @@ WHERE o.bank_id = $1 AND o.fact_type = 'observation' AND o.state = 'active'
   AND o.id IN (SELECT observation_id FROM observation_evidence WHERE fact_id = ANY($2::uuid[]))
 GROUP BY o.id
 HAVING bool_or(f.state <> 'active') AND bool_or(f.state = 'active')
-"""
-
-_UNCONSOLIDATE = """
-UPDATE memory_units SET consolidated_at = NULL WHERE bank_id = $1 AND id = ANY($2::uuid[])
 """
 
 # Mental models citing facts this batch archived or deleted: refreshed after the run.
@@ -288,7 +285,7 @@ async def _retract_partly_supported(conn: Connection, bank_id: str, archived: li
     says why) and rebuilt by the next consolidation from the evidence still active."""
     rows = await conn.fetch(_PARTLY_SUPPORTED, bank_id, archived)
     for row in rows:
-        await conn.execute(_UNCONSOLIDATE, bank_id, list(row["kept"]))
+        await requeue(conn, bank_id, list(row["kept"]))
         await retract_observation(
             conn,
             bank_id,

@@ -51,11 +51,8 @@ SELECT
     AS last_write,
   (SELECT last_consolidated_at FROM consolidation_state WHERE bank_id = $1) AS last_consolidated
 """
-# Facts consolidation has not yet seen (the partial index memory_units_unconsolidated).
-_BACKLOG = """
-SELECT count(*) FROM memory_units
-WHERE bank_id = $1 AND consolidated_at IS NULL AND fact_type <> 'observation'
-"""
+# Facts consolidation has not yet seen (engine/store/backlog.py).
+_BACKLOG = "SELECT count(*) FROM consolidation_backlog WHERE bank_id = $1"
 
 
 async def detailed_stats(conn: Connection, bank_id: str) -> DetailedStats:

@@ -1,8 +1,8 @@
 """What an operator watches: how much memory there is and how much work is waiting.
 
 Read at every Prometheus scrape, so each figure comes from an index or a small table:
-memory_units by type from `memory_units_bank_type`, the consolidation backlog from the
-partial index `memory_units_unconsolidated`, operations by status from `operations`.
+memory_units by type from `memory_units_bank_type`, the consolidation backlog from
+its own table `consolidation_backlog`, operations by status from `operations`.
 """
 
 from __future__ import annotations
@@ -15,9 +15,7 @@ FACT_TYPES = ("world", "experience", "observation")
 OPERATION_STATUSES = ("pending", "running", "completed", "failed", "cancelled")
 
 _UNITS = "SELECT fact_type, count(*) AS n FROM memory_units GROUP BY fact_type"
-_BACKLOG = (
-    "SELECT count(*) FROM memory_units WHERE consolidated_at IS NULL AND fact_type <> 'observation'"
-)
+_BACKLOG = "SELECT count(*) FROM consolidation_backlog"
 _OPERATIONS = "SELECT kind, status, count(*) AS n FROM operations GROUP BY kind, status"
 _BANKS = "SELECT count(*) FROM banks"
 

@@ -24,6 +24,7 @@ from typing import Any
 from engine.db import Connection, Pool
 from engine.errors import InvalidInput
 from engine.lifecycle.tombstones import blank_passages, text_hash
+from engine.store.backlog import take_off_backlog
 from engine.store.document_files import original_key
 from engine.transfer.archive import MANIFEST, Manifest, embedding_identity
 from engine.transfer.payloads import ImportPlan
@@ -240,6 +241,11 @@ class ArchiveImport:
             f" WHERE {where} ON CONFLICT DO NOTHING",
             payload,
         )
+        if section.name == "facts":
+            # stored facts join the backlog (a trigger); those consolidated in the archive
+            # leave it, their observations come along
+            done = [str(r["id"]) for r in rows if r.get("consolidated_at") is not None]
+            await take_off_backlog(conn, done)
         return int(status.rsplit(" ", 1)[-1])
 
     def _mapped(self, section: Section, columns: _Columns, row: dict[str, Any]) -> dict[str, Any]:

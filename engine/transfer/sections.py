@@ -104,6 +104,11 @@ SECTIONS: tuple[Section, ...] = (
         "memory_units",
         "data",
         _DOCS + " AND t.fact_type <> 'observation'",
+        # Archives carry whether a fact was consolidated as `consolidated_at` (a column of
+        # memory_units until migration 0033): the export's time, or null for a fact still
+        # on the backlog.
+        extra=" || jsonb_build_object('consolidated_at', CASE WHEN EXISTS (SELECT 1"
+        " FROM consolidation_backlog b WHERE b.fact_id = t.id) THEN NULL ELSE now() END)",
         filters=(
             "(r.chunk_id IS NULL OR EXISTS (SELECT 1 FROM chunks c"
             " WHERE c.bank_id = r.bank_id AND c.chunk_id = r.chunk_id))",

@@ -137,8 +137,7 @@ async def test_clearing_one_facts_observations_keeps_the_fact_and_records_the_re
     assert regenerated["observations"], regenerated
     async with pool.acquire() as conn:
         waiting = await conn.fetchval(
-            "SELECT count(*) FROM memory_units WHERE bank_id = $1 AND consolidated_at IS NULL"
-            " AND fact_type <> 'observation'",
+            "SELECT count(*) FROM consolidation_backlog WHERE bank_id = $1",
             bank_id,
         )
     assert waiting == 0

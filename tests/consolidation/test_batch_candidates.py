@@ -47,8 +47,9 @@ WHERE m.bank_id = $1
 ORDER BY m.text
 """
 _MARKED = """
-SELECT count(*) FROM memory_units
-WHERE bank_id = $1 AND fact_type <> 'observation' AND consolidated_at IS NOT NULL
+SELECT count(*) FROM memory_units m
+WHERE m.bank_id = $1 AND m.fact_type <> 'observation'
+  AND NOT EXISTS (SELECT 1 FROM consolidation_backlog b WHERE b.fact_id = m.id)
 """
 
 

@@ -178,8 +178,7 @@ async def test_crashed_batches_resume_without_skipping_or_repeating_facts(
     for bank in banks.values():
         state = await pool.fetchrow(
             "SELECT facts_consolidated,"
-            " (SELECT count(*) FROM memory_units WHERE bank_id = $1"
-            "  AND fact_type <> 'observation' AND consolidated_at IS NULL) AS pending"
+            " (SELECT count(*) FROM consolidation_backlog WHERE bank_id = $1) AS pending"
             " FROM consolidation_state WHERE bank_id = $1",
             bank,
         )

@@ -39,7 +39,7 @@ async def test_nearest_facts_path_finds_the_entity_paths_peers(
     ids = await retain(api, bank_id, items)
     assert len(ids) > len(LINES)
     await pool.execute(
-        "UPDATE memory_units SET consolidated_at = now() WHERE bank_id = $1 AND id <> $2::uuid",
+        "DELETE FROM consolidation_backlog WHERE bank_id = $1 AND fact_id <> $2::uuid",
         bank_id,
         ids[0],
     )

@@ -92,7 +92,8 @@ async def test_related_observations_are_those_the_full_measurement_finds(
             mark=True,
         )
         marked = await conn.fetchval(
-            "SELECT consolidated_at IS NOT NULL FROM memory_units WHERE id = $1::uuid", fact.id
+            "SELECT NOT EXISTS (SELECT 1 FROM consolidation_backlog WHERE fact_id = $1::uuid)",
+            fact.id,
         )
     assert len(expected) >= 2  # Marco's tennis and Lisbon observations
     assert [(n.id, round(n.similarity, 5)) for n in found] == [
