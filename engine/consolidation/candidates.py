@@ -47,10 +47,9 @@ class Neighbour:
 
 
 # Token vectors are not read with candidates: they are stored out of line (TOAST, ~4 kB a
-# fact), and only the one statement an observation reuses needs them (`token_vectors`).
-# Reading them for every pending fact, peer and related observation was one TOAST lookup per
-# row, ~70 rows a fact.
-_TOKEN_VECTORS = "SELECT token_vectors FROM memory_units WHERE id = $1 AND bank_id = $2"
+# fact), and only the one statement an observation reuses needs them, which the new
+# observation's insert copies in the database (store.py). Reading them for every pending fact,
+# peer and related observation was one TOAST lookup per row, ~70 rows a fact.
 _PENDING = """
 SELECT m.id::text AS id, m.text, m.tags, m.embedding,
        coalesce(m.occurred_start, m.mentioned_at, m.created_at) AS event_at, m.created_at,
@@ -292,13 +291,6 @@ async def still_pending(conn: Connection, bank_id: str, fact_ids: Sequence[str])
     rows = await conn.fetch(_STILL_PENDING, bank_id, list(fact_ids))
     await conn.execute(_LOCK_BANK_STATS, bank_id)
     return {r["id"] for r in rows}
-
-
-async def token_vectors(conn: Connection, bank_id: str, unit_id: str) -> bytes | None:
-    """A fact's stored token vectors (the reranker's), for an observation that reuses its
-    text."""
-    stored: bytes | None = await conn.fetchval(_TOKEN_VECTORS, unit_id, bank_id)
-    return stored
 
 
 async def backlog(conn: Connection, bank_id: str) -> int:

@@ -26,7 +26,7 @@ from datetime import UTC, datetime
 import numpy as np
 from numpy.typing import NDArray
 
-from engine.consolidation.candidates import Neighbour, PendingFact, token_vectors
+from engine.consolidation.candidates import Neighbour, PendingFact
 from engine.consolidation.claims import Claim, parse_claim, timeless
 from engine.consolidation.encode import EncodedText, TextEncoder
 from engine.consolidation.merge import Current, merge_near_duplicates
@@ -325,9 +325,9 @@ class LocalConsolidator:
         members = [_member(fact), *(_member(s) for s in supporters)]
         chosen = representative(members)
         text = timeless(chosen.text)
+        reused: str | None = None  # the fact whose stored token vectors it takes
         if text == chosen.text:
-            stored = await token_vectors(self._conn, self._bank, chosen.id)
-            encoded = EncodedText(chosen.embedding, stored)
+            encoded, reused = EncodedText(chosen.embedding, None), chosen.id
         else:
             encoded = (await self._encode([text]))[0]
         statement_claim = parse_claim(text) or claim
@@ -342,6 +342,7 @@ class LocalConsolidator:
             origin=self._origin,
             evidence=evidence,
             as_of=self._as_of,
+            tokens_of=reused,
         )
         self._candidates.used(e.fact_id for e in evidence)
         self.tally.created += 1
