@@ -245,7 +245,8 @@ class ArchiveImport:
             # stored facts join the backlog (a trigger); those consolidated in the archive
             # leave it, their observations come along
             done = [str(r["id"]) for r in rows if r.get("consolidated_at") is not None]
-            await take_off_backlog(conn, done)
+            if done:
+                await take_off_backlog(conn, done)
         return int(status.rsplit(" ", 1)[-1])
 
     def _mapped(self, section: Section, columns: _Columns, row: dict[str, Any]) -> dict[str, Any]:

@@ -26,6 +26,7 @@ from engine.db import Pool
 from engine.store.document_files import store_original
 
 BASE = "/v1/default/banks"
+_WAITING = "SELECT count(*) FROM consolidation_backlog WHERE bank_id = $1"
 NOTES = [
     ("trip", "Ana flew to Lisbon in May 2023. Ana stayed at a hotel near the river."),
     ("pets", "Bo adopted a cat named Miso. Bo walks the dog every morning."),
@@ -70,6 +71,12 @@ async def test_export_download_restore_and_clone(
         await store_original(
             conn, bank_id, "trip", "pass.pdf", "application/pdf", io.BytesIO(original)
         )
+        # one fact consolidated: it stays off the backlog where the archive is restored
+        await conn.execute(
+            "DELETE FROM consolidation_backlog WHERE fact_id ="
+            " (SELECT min(fact_id::text)::uuid FROM consolidation_backlog WHERE bank_id = $1)",
+            bank_id,
+        )
     attachment = hashlib.sha256(original).hexdigest()[:32]
     before = await snapshot(api, bank_id)
     assert before["facts"] and not any("Miso" in f[0] for f in before["facts"])
@@ -100,6 +107,8 @@ async def test_export_download_restore_and_clone(
     assert f"originals/{hashlib.sha256(original).hexdigest()}" in sections
     for target in (restored, cloned):
         assert await snapshot(api, target) == before
+        waiting = await pool.fetchval(_WAITING, target)
+        assert waiting == len(before["facts"]) - 1
         served = await api.get(f"{BASE}/{target}/attachments/{attachment}")
         assert served.status_code == 200 and served.content == original
         document = (await api.get(f"{BASE}/{target}/documents/trip")).json()
