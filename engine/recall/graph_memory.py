@@ -11,9 +11,14 @@ over arrays read once per bank (engine/recall/graph_cache.py):
   rank in the database's collation (a hop breaks ties by term text as PostgreSQL sorts it);
 - for the temporal arm (temporal_memory.py), each fact's dates and its temporal links.
 
-Similarity is pgvector's halfvec cosine (float32 sums of float16 values, divided in double);
-numpy sums in another order, so a similarity can differ in its 7th digit, which only matters
-between two facts exactly as similar to the query.
+Similarity is pgvector's halfvec cosine (float32 sums of float16 values, divided in double)
+but for the dot product, which is summed in double here: every product of two float16 values
+is a multiple of 2^-48 and, for the unit vectors stored, every partial sum lies within ±1
+(Cauchy–Schwarz), so the double sum is exact in any order. A fact's similarity is then the
+same whatever batch it is computed in, so the graph arm's scores do not depend on which of
+its two concurrent walks reached a fact last (float32 products gave a fact last-bit
+differences with its batch). It can differ from the statement's in its 7th digit, which only
+matters between two facts exactly as similar to the query.
 """
 
 from __future__ import annotations
@@ -379,11 +384,18 @@ class FactQuery:
         self._facts = graph.facts
         self._visible = visible
         # The statement binds the query as halfvec too (engine/db.py's codec).
-        self._vector = np.asarray(vector, dtype=np.float16).astype(np.float32)
-        self._square = float(np.dot(self._vector, self._vector))
-        # Lookup tables by code: is this fact type / state visible?
-        self._types = np.isin(np.arange(len(FACT_TYPES)), sorted(visible.types))
-        self._states = np.isin(np.arange(len(STATES)), sorted(visible.states))
+        half = np.asarray(vector, dtype=np.float16)
+        self._vector = half.astype(np.float64)  # exact: see the module's docstring
+        rounded = half.astype(np.float32)
+        self._square = float(np.dot(rounded, rounded))
+        # Lookup tables by code: is this fact type / state visible? (np.isin on these tiny
+        # arrays cost ~50 µs a call, five calls a recall.)
+        self._types: NDArray[np.bool_] = np.array(
+            [t in visible.types for t in range(len(FACT_TYPES))], dtype=np.bool_
+        )
+        self._states: NDArray[np.bool_] = np.array(
+            [s in visible.states for s in range(len(STATES))], dtype=np.bool_
+        )
 
     def visible(self, units: Int32s) -> NDArray[np.bool_]:
         """Which of `units` the request's filters let through."""
@@ -398,9 +410,9 @@ class FactQuery:
 
     def distances(self, units: NDArray[np.int64] | Int32s) -> NDArray[np.float64]:
         """pgvector's cosine distance (`<=>`) of each of `units` to the query."""
-        dots = self._facts.embeddings[units].astype(np.float32) @ self._vector
+        dots = self._facts.embeddings[units].astype(np.float64) @ self._vector
         norms = np.sqrt(self._facts.squares[units].astype(np.float64) * self._square)
-        distances: NDArray[np.float64] = 1 - np.clip(dots.astype(np.float64) / norms, -1.0, 1.0)
+        distances: NDArray[np.float64] = 1 - np.clip(dots / norms, -1.0, 1.0)
         return distances
 
     def similarities(self, units: Sequence[int]) -> list[float]:

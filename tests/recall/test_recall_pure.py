@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from types import MappingProxyType
+from types import MappingProxyType, SimpleNamespace
 from typing import cast
 
 import numpy as np
@@ -15,6 +15,7 @@ from engine.recall.budget import estimate_tokens, fill_budget
 from engine.recall.config import RecallConfig
 from engine.recall.fusion import fuse_rrf, seeds_of, shortlist
 from engine.recall.graph import GraphWalk
+from engine.recall.graph_memory import BankGraph, FactQuery, Facts, visible_for
 from engine.recall.graph_types import Step, graph_work
 from engine.recall.mmr import mmr_order
 from engine.recall.scoring import combined_scores, normalise, proximity, recency
@@ -133,7 +134,7 @@ def test_token_estimate_is_a_quarter_of_the_characters_rounded_up() -> None:
     assert estimate_tokens("abcde") == 2
 
 
-@pytest.mark.parametrize(("dimension", "first"), [(384, 192), (7, 4)])
+@pytest.mark.parametrize(("dimension", "first"), [(384, 192), (7, 4), (3, 2)])
 def test_token_vectors_round_trip_within_int4_precision(dimension: int, first: int) -> None:
     rng = np.random.default_rng(7)
     tokens = rng.standard_normal((13, dimension)).astype(np.float32)
@@ -347,3 +348,30 @@ def test_a_facts_path_is_the_one_its_strength_came_from_whichever_walk_moves_fir
     assert walk.paths["outage"] == (
         "entity:Alice", "lead", "term:atlas", "runs", "term:cluster", "outage",
     )  # fmt: skip
+
+
+def test_a_facts_similarity_is_the_same_whatever_batch_it_is_computed_in() -> None:
+    # The graph arm's two walks run concurrently and both set the similarity of a fact they
+    # reach: it must not depend on the batch (hop) it was computed in, or the arm's scores
+    # follow the walks' timing (float32 products differed in the last bit with the batch).
+    rng = np.random.default_rng(5)
+    vectors = rng.standard_normal((400, 384)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    embeddings = vectors.astype(np.float16)
+    wide = embeddings.astype(np.float32)
+    facts = Facts(
+        ids=[f"f{n}" for n in range(400)],
+        index={f"f{n}": n for n in range(400)},
+        embeddings=embeddings,
+        squares=np.einsum("ij,ij->i", wide, wide),
+        types=np.zeros(400, dtype=np.int8),
+        states=np.zeros(400, dtype=np.int8),
+        tags={},
+    )
+    graph = cast(BankGraph, SimpleNamespace(facts=facts))
+    query = FactQuery(graph, vectors[0] + vectors[1], visible_for(RecallRequest("b", "q")))
+    every = query.similarities(list(range(400)))
+    for unit in range(0, 400, 3):
+        assert query.similarities([unit]) == [every[unit]]
+        others = rng.choice(400, size=int(rng.integers(1, 120)), replace=False).tolist()
+        assert query.similarities([*others, unit])[-1] == every[unit]
