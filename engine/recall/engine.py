@@ -45,7 +45,6 @@ from engine.recall.graph_memory import BankGraph
 from engine.recall.keyword import keyword_arm
 from engine.recall.keyword_memory import memory_keyword_arm
 from engine.recall.lifecycle import visible_as_of
-from engine.recall.names import name_keys
 from engine.recall.query import QueryText, QueryVectors, analyse_text, embed_query
 from engine.recall.ranking import rank
 from engine.recall.rerank import MaxSimReranker, Reranker, load_reranker
@@ -207,7 +206,7 @@ class RecallEngine:
             semantic = group.create_task(self._semantic(request, vector_task))
             temporal = group.create_task(self._temporal(request, text_task, vector_task, held))
             graph = group.create_task(
-                self._graph(request, vector_task, held, (semantic, keyword, temporal))
+                self._graph(request, text_task, vector_task, held, (semantic, keyword, temporal))
             )
         arms = [semantic.result(), keyword.result(), graph.result(), temporal.result()]
         text, vectors = text_task.result(), vector_task.result()
@@ -380,6 +379,7 @@ class RecallEngine:
     async def _graph(
         self,
         request: RecallRequest,
+        text_task: asyncio.Task[QueryText],
         vector_task: asyncio.Task[QueryVectors],
         held: asyncio.Task[BankGraph | None],
         sources: Sequence[asyncio.Task[ArmResult]],
@@ -389,8 +389,7 @@ class RecallEngine:
         config = self._config
         if config.weights.get("graph", 0.0) <= 0:
             return ArmResult("graph", [], 0.0, "weighted 0")
-        loop = asyncio.get_running_loop()
-        keys = await loop.run_in_executor(self._cpu, name_keys, request.query)
+        keys = (await text_task).names
         vectors = await vector_task
         graph = await held
         profile = config.budget(request.budget)

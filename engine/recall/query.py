@@ -10,6 +10,7 @@ import numpy as np
 from engine.dates import parse_query_window
 from engine.dates.questions import asks_time
 from engine.embedding import Embedder
+from engine.recall.names import name_keys
 from engine.recall.types import FloatMatrix, FloatVector, TimeWindow
 from engine.text import tokenize
 
@@ -20,6 +21,9 @@ class QueryText:
     window: TimeWindow | None  # the time the query speaks of, if any
     expression: str  # the words that named it ("last week")
     asks_time: bool = False  # "什么时候 ...?": dated facts answer it (engine/dates/questions.py)
+    # The entity names it may speak of (engine/recall/names.py), for the graph arm: found
+    # here, in the same turn of the thread pool as the rest, not in a turn of their own.
+    names: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -33,7 +37,7 @@ def analyse_text(query: str, reference: datetime) -> QueryText:
     span = parse_query_window(query, reference)
     window = TimeWindow(span.start, span.end) if span is not None else None
     expression = span.expression if span is not None else ""
-    return QueryText(tokenize(query), window, expression, asks_time(query))
+    return QueryText(tokenize(query), window, expression, asks_time(query), tuple(name_keys(query)))
 
 
 def embed_query(embedder: Embedder, query: str) -> QueryVectors:
