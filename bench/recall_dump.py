@@ -57,7 +57,8 @@ async def dump(args: argparse.Namespace, database_url: str) -> None:
         if engine.graph_cache is not None and await engine.graph_cache.read(BANK) is not None:
             await engine.warm(BANK)
         _, vocab = generate_facts(args.facts, seed=SEED, start=START, days=DAYS)
-        queries = generate_queries(args.queries, vocab, seed=SEED + 1, start=START, days=DAYS)
+        seed = SEED + args.query_seed
+        queries = generate_queries(args.queries, vocab, seed=seed, start=START, days=DAYS)
         budgets: list[Budget] = args.budgets
         written: list[str] = []
         for n, query in enumerate(queries):
@@ -128,6 +129,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("--facts", type=int, default=100_000, help="the bank's planned size")
     parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument(
+        "--query-seed",
+        type=int,
+        default=1,
+        help="added to the bank's seed for the queries: 1 as recall_profile, 2 as the compares",
+    )
     parser.add_argument(
         "--budgets", nargs="+", choices=("low", "mid", "high"), default=["mid", "high"]
     )
