@@ -302,7 +302,7 @@ async def bank_counts(pool: Pool) -> dict[str, int]:
 # ---------------------------------------------------------------- measuring
 
 
-def _body(query: SyntheticQuery, trace: bool = False) -> dict[str, Any]:
+def recall_body(query: SyntheticQuery, trace: bool = False) -> dict[str, Any]:
     return {
         "query": query.text,
         "budget": "mid",
@@ -318,7 +318,7 @@ async def arms_fired(
     """How many of these queries each arm returned candidates for (traced, untimed)."""
     fired: Counter[str] = Counter()
     for query in queries:
-        response = await client.post(URL.format(bank=bank), json=_body(query, trace=True))
+        response = await client.post(URL.format(bank=bank), json=recall_body(query, trace=True))
         response.raise_for_status()
         for arm, info in response.json()["trace"]["arms"].items():
             fired[arm] += info["candidates"] > 0
@@ -339,7 +339,7 @@ async def measure(
             query = queries[next_index]
             next_index += 1
             started = time.perf_counter()
-            response = await client.post(URL.format(bank=bank), json=_body(query))
+            response = await client.post(URL.format(bank=bank), json=recall_body(query))
             elapsed = (time.perf_counter() - started) * 1000
             if response.status_code != 200:
                 errors += 1
@@ -437,7 +437,7 @@ async def server_timings(
     """Median per-stage and per-arm server timings, one query at a time (traced)."""
     stages: dict[str, list[float]] = {}
     for query in queries:
-        response = await client.post(URL.format(bank=bank), json=_body(query, trace=True))
+        response = await client.post(URL.format(bank=bank), json=recall_body(query, trace=True))
         response.raise_for_status()
         trace = response.json()["trace"]
         for name, value in trace["timings_ms"].items():

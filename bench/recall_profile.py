@@ -101,12 +101,17 @@ class CpuClock:
 
     @classmethod
     def postgres_seconds(cls, postmaster: int | None) -> float | None:
-        if postmaster is None:
-            return None
+        return None if postmaster is None else cls.tree_seconds(postmaster)
+
+    @classmethod
+    def tree_seconds(cls, root: int) -> float | None:
+        """CPU seconds of a process, the children it has reaped and its live children (a
+        postmaster and its backends, or the server's parent and the processes it spawned);
+        None when it is not running here."""
         hz = os.sysconf("SC_CLK_TCK")
         try:
             # utime, stime, cutime, cstime: fields 14-17, i.e. 11-14 after the name.
-            total = cls.ticks(Path(f"/proc/{postmaster}/stat").read_text(), slice(11, 15))
+            total = cls.ticks(Path(f"/proc/{root}/stat").read_text(), slice(11, 15))
         except OSError:
             return None
         for entry in Path("/proc").iterdir():
@@ -116,7 +121,7 @@ class CpuClock:
                 stat = (entry / "stat").read_text()
             except OSError:
                 continue
-            if int(stat.rsplit(")", 1)[1].split()[1]) == postmaster:
+            if int(stat.rsplit(")", 1)[1].split()[1]) == root:
                 total += cls.ticks(stat, slice(11, 13))
         return total / hz
 

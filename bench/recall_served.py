@@ -24,7 +24,6 @@ import asyncio
 import json
 import os
 import random
-import socket
 import subprocess
 import sys
 import tempfile
@@ -47,9 +46,10 @@ from bench.recall_latency import (
     START,
     URL,
     measure,
+    recall_body,
 )
-from bench.recall_latency import _body as recall_body
 from bench.recall_profile import CpuClock, parent_of
+from bench.server_processes import free_port
 from bench.synthetic_facts import SyntheticQuery, generate_facts, generate_queries
 from engine.settings import Settings
 from engram.supervisor import SINGLE_THREADED
@@ -82,30 +82,6 @@ class Run:
     rows_updated: int
     rows_updated_hot: int
     load: str
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-def tree_cpu_seconds(root: int) -> float:
-    """CPU seconds of a process and its live children (the server's parent and the
-    processes it spawned)."""
-    hz = os.sysconf("SC_CLK_TCK")
-    total = 0
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        if int(entry.name) == root or int(stat.rsplit(")", 1)[1].split()[1]) == root:
-            total += CpuClock.ticks(stat, slice(11, 13))
-    return total / hz
 
 
 @contextmanager
@@ -201,8 +177,9 @@ async def hold(base: str, queries: list[SyntheticQuery], processes: int) -> int:
 
 
 async def updates(database_url: str) -> tuple[int, int]:
-    """memory_units' row updates so far, and the HOT ones (statistics lag by up to a
-    second: read after a pause)."""
+    """memory_units' row updates so far, and the HOT ones. A backend reports its counts at
+    most once a second, and an idle one only after up to ~10 s: the last seconds of a run
+    can be missed (a 20-recall run read 0), so these are a floor for short runs."""
     await asyncio.sleep(1.5)
     conn = await asyncpg.connect(database_url)
     try:
@@ -235,13 +212,13 @@ async def measure_served(
         for clients in args.clients:
             await asyncio.sleep(FLUSH_S)  # the warm-up's accesses written first
             updated0, hot0 = await updates(database_url)
-            server0 = tree_cpu_seconds(process.pid)
+            server0 = CpuClock.tree_seconds(process.pid) or 0.0
             postgres0 = CpuClock.postgres_seconds(postmaster)
             client0 = time.process_time()
             latencies, errors, seconds = await measure(client, timed, clients)
             client1 = time.process_time()
             await asyncio.sleep(FLUSH_S)  # this run's accesses written, and counted in its CPU
-            server1 = tree_cpu_seconds(process.pid)
+            server1 = CpuClock.tree_seconds(process.pid) or 0.0
             postgres1 = CpuClock.postgres_seconds(postmaster)
             updated1, hot1 = await updates(database_url)
             done = max(1, len(latencies))
