@@ -23,6 +23,7 @@ from engine.consolidation.encode import EncodedText
 from engine.consolidation.freshness import freshness_trend
 from engine.db import Connection
 from engine.errors import NotFound
+from engine.lifecycle.access_state import fold
 from engine.store.backlog import take_off_backlog
 from engine.text import term_frequencies
 
@@ -409,7 +410,9 @@ async def reinforce_observation(
     evidence: Sequence[Evidence],
     as_of: datetime,
 ) -> Refreshed:
-    """`add_evidence` then `refresh_observation`, in two statements."""
+    """`add_evidence` then `refresh_observation`, in two statements (after recall's pending
+    accesses of the observation are folded in: its strength is raised below)."""
+    await fold(conn, bank_id, [observation_id])
     support = await conn.fetchrow(
         _REINFORCE,
         observation_id,

@@ -2,15 +2,17 @@
 
 `record` only adds ids to an in-memory counter (no I/O, no await), so a recall (or a reflect
 answer, for the facts it rests on: server/routes/reflect.py) never waits for it; `run`
-flushes every `interval` seconds (or sooner once `max_pending` ids wait) with one UPDATE per
+flushes every `interval` seconds (or sooner once `max_pending` ids wait) with one statement per
 bank, at the bank's `reinforce_step` (its lifecycle policy, read at flush time; a bank
 deleted meanwhile is skipped). A crash loses at most one interval's accesses, which the
 issue accepts.
 Reinforcement: access_count += n, last_accessed_at = now, and per access
     strength ← strength + step · (1 − strength)
 (n accesses: strength ← 1 − (1 − strength)·(1 − step)^n), so strength approaches 1 and never
-passes it. An archived fact that recall returned (include_archived) is not restored by
-access alone: restoring needs new evidence (engine/lifecycle/maintenance.py).
+passes it. A flush records them beside the fact (engine/lifecycle/access_state.py), where every
+reader sees them and the lifecycle batch folds them into the fact.
+An archived fact that recall returned (include_archived) is not restored by access alone:
+restoring needs new evidence (engine/lifecycle/maintenance.py).
 """
 
 from __future__ import annotations
@@ -29,25 +31,37 @@ from engine.store.banks import get_bank
 
 log = logging.getLogger(__name__)
 
-# Rows are taken in id order and a row another transaction holds (an upsert, consolidation,
-# the lifecycle batch) is skipped rather than waited for: a flush never waits on a row, so it
-# is never one side of a deadlock (with a plain UPDATE ... FROM unnest the lock order followed
-# the join's scan, and PostgreSQL aborted the flush or the other writer). A skipped access is
-# lost, as one lost to a crash is.
+# A flush writes the accesses into the narrow side table fact_access (migration 0041,
+# engine/lifecycle/access_state.py), one ~80-byte row per fact upserted in place, never the
+# fact's own ~1.3 kB row: measured through real server processes at 100k facts
+# (docs/benchmarks.md "Reinforcement's writes"). Only ids of the bank's facts are written (a
+# read of each fact's key, no lock on it), so a writer of the fact never waits for a flush nor
+# a flush for it. Side rows are taken in id order and one another transaction holds (the
+# lifecycle folding it, engine/lifecycle/maintenance.py) is skipped rather than waited for: a
+# flush never waits on the lifecycle batch, and its accesses to those facts are lost, as one
+# lost to a crash is. Two flushes (two server processes) upserting the same fact queue behind
+# each other for one statement, in id order, so never deadlock.
 _REINFORCE = """
-WITH a AS (SELECT * FROM unnest($2::uuid[], $5::int[]) AS a(id, n)),
-free AS (
-    SELECT m.id FROM memory_units m JOIN a ON a.id = m.id
-    WHERE m.bank_id = $1
-    ORDER BY m.id
-    FOR UPDATE OF m SKIP LOCKED
+WITH a AS (
+    SELECT a.id, a.n FROM unnest($2::uuid[], $5::int[]) AS a(id, n)
+    JOIN memory_units m ON m.bank_id = $1 AND m.id = a.id
+), free AS (
+    SELECT f.fact_id FROM fact_access f JOIN a ON a.id = f.fact_id
+    WHERE f.bank_id = $1
+    ORDER BY f.fact_id
+    FOR UPDATE OF f SKIP LOCKED
+), held AS (
+    SELECT f.fact_id FROM fact_access f JOIN a ON a.id = f.fact_id
+    WHERE f.bank_id = $1 AND f.fact_id NOT IN (SELECT fact_id FROM free)
 )
-UPDATE memory_units m SET
-    access_count = m.access_count + a.n,
-    last_accessed_at = greatest(m.last_accessed_at, $3),
-    strength = 1 - (1 - m.strength) * power(1 - $4::float8, a.n)
-FROM a JOIN free USING (id)
-WHERE m.bank_id = $1 AND m.id = a.id
+INSERT INTO fact_access AS f (bank_id, fact_id, accesses, last_accessed_at, keep)
+SELECT $1, a.id, a.n, $3, power(1 - $4::float8, a.n) FROM a
+WHERE a.id NOT IN (SELECT fact_id FROM held)
+ORDER BY a.id
+ON CONFLICT (bank_id, fact_id) DO UPDATE SET
+    accesses = f.accesses + excluded.accesses,
+    last_accessed_at = greatest(f.last_accessed_at, excluded.last_accessed_at),
+    keep = f.keep * excluded.keep
 """
 
 DEFAULT_STEP = 0.2

@@ -19,6 +19,7 @@ from pgvector import Vector
 
 from engine.db import Connection
 from engine.errors import InvalidInput, NotFound
+from engine.lifecycle.access_state import fold
 from engine.lifecycle.relink import names_for_text, replace_entities
 from engine.lifecycle.versions import record_version
 from engine.store.backlog import requeue, requeue_statement
@@ -268,6 +269,7 @@ async def record_feedback(
         before = float(row["importance"])
         after = round(min(1.0, max(0.0, before + delta)), 4)
         wrong = bool(row["needs_correction"]) or signal == "wrong"
+        await fold(conn, bank_id, [memory_id])  # strength moves from its reinforced value
         await conn.execute(
             "UPDATE memory_units SET importance = $3,"
             " strength = least(1, greatest(0, strength + ($3 - importance))),"

@@ -376,6 +376,11 @@ async def _erase(
         bank_id,
         all_ids + observations,
     )
+    await conn.execute(  # recall's accesses not yet folded in (migration 0041)
+        "DELETE FROM fact_access WHERE bank_id = $1 AND fact_id = ANY($2::uuid[])",
+        bank_id,
+        all_ids + observations,
+    )
     await conn.execute("DELETE FROM bank_term_stats WHERE bank_id = $1 AND df <= 0", bank_id)
     await conn.execute(DELETE_ORPHAN_ENTITIES, bank_id, entity_ids)
     await conn.execute(

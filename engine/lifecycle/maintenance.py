@@ -2,6 +2,9 @@
 
 Each batch takes the next `size` active or archived memories by id after `after_id` and, in
 one transaction:
+0. folds the accesses recall recorded beside its facts since the last run into them
+   (engine/lifecycle/access_state.py), for every fact in its range of ids whatever its state,
+   so decay, archiving, merging and deletion below read the reinforced values;
 1. decays strength:  strength ← strength · rate^(days · f), days since it was last decayed,
    else since it entered the memory (stored, or said if that is later: chat history from
    2023 imported today starts fresh today; a clock from its 2023 dates had the first nightly
@@ -43,6 +46,7 @@ from typing import Any
 
 from engine.consolidation.store import retract_observation
 from engine.db import Connection
+from engine.lifecycle.access_state import fold, fold_range
 from engine.lifecycle.detect import claim_of
 from engine.lifecycle.importance import BASE as NEUTRAL_IMPORTANCE
 from engine.lifecycle.payloads import BATCH_SIZE
@@ -216,6 +220,9 @@ async def run_batch(
     """One batch in one transaction; `last_id` None when the bank is done."""
     async with conn.transaction():
         ids = [r["id"] for r in await conn.fetch(_BATCH, bank_id, after_id, size)]
+        # the last batch (a short one, or none) folds every id after its first
+        upto = str(ids[-1]) if len(ids) == size else None
+        await fold_range(conn, bank_id, after_id, upto)
         if not ids:
             return BatchCounts()
         decayed = await conn.execute(
@@ -313,6 +320,8 @@ async def _merge(conn: Connection, bank_id: str, ids: list[Any], policy: Lifecyc
             first, second = sorted(
                 [(row["created_at"], row["id"]), (near["created_at"], near["id"])]
             )
+            # the survivor may lie outside this batch's range (not folded yet)
+            await fold(conn, bank_id, [first[1], second[1]])
             if await conn.fetchval(_ABSORB, bank_id, first[1], second[1]):
                 merged += 1
                 gone.add(second[1])

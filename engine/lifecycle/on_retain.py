@@ -16,8 +16,16 @@ RESTORE_SIMILARITY = 0.85
 
 _RESTORE = """
 WITH restored AS (
-    UPDATE memory_units o SET state = 'active', strength = greatest(o.strength, o.importance),
-                              updated_at = now()
+    -- recall's pending accesses (engine/lifecycle/access_state.py) are folded in first, so
+    -- the restored strength is at least the reinforced one
+    UPDATE memory_units o SET
+        state = 'active', updated_at = now(),
+        strength = greatest(coalesce(1 - (1 - o.strength) * (SELECT keep FROM fact_access
+                   WHERE bank_id = $1 AND fact_id = o.id), o.strength), o.importance),
+        access_count = o.access_count + coalesce((SELECT accesses FROM fact_access
+                       WHERE bank_id = $1 AND fact_id = o.id), 0),
+        last_accessed_at = greatest(o.last_accessed_at, (SELECT last_accessed_at
+                           FROM fact_access WHERE bank_id = $1 AND fact_id = o.id))
     -- not a merged-away duplicate (superseded_by set): its survivor holds its evidence, and
     -- restoring it would only have the next run merge it again
     WHERE o.bank_id = $1 AND o.state = 'archived' AND o.superseded_by IS NULL AND EXISTS (
@@ -29,6 +37,8 @@ WITH restored AS (
                OR (NOT EXISTS (SELECT 1 FROM unit_entities a WHERE a.unit_id = n.id)
                    AND NOT EXISTS (SELECT 1 FROM unit_entities b WHERE b.unit_id = o.id))))
     RETURNING o.id
+), folded AS (
+    DELETE FROM fact_access WHERE bank_id = $1 AND fact_id IN (SELECT id FROM restored)
 )
 INSERT INTO memory_versions (bank_id, memory_id, change, previous, reason)
 SELECT $1, id, 'restored', '{"state": "archived"}'::jsonb, 'reinforced by new evidence'

@@ -12,6 +12,7 @@ import asyncpg
 import numpy as np
 
 from engine.db import Connection, Pool
+from engine.lifecycle.access_state import JOIN, STRENGTH
 from engine.recall.budget import estimate_tokens, fill_budget
 from engine.recall.context import NEIGHBOURS_SQL, Around, around_of
 from engine.recall.context_memory import HELD_GAP, held_neighbours
@@ -19,19 +20,20 @@ from engine.recall.graph_memory import BankGraph
 from engine.recall.token_cache import TokenVectorCache
 from engine.recall.types import BlobCounts, CandidateRow, RecalledMemory, RecallRequest
 
-_ROWS = """
+_ROWS = f"""
 SELECT m.id::text AS id, m.fact_type, m.text, m.context, m.occurred_start, m.occurred_end,
        m.mentioned_at, m.document_id, m.chunk_id, m.metadata, m.tags, m.proof_count,
        CASE WHEN $4 THEN m.embedding END AS embedding, m.updated_at AS version,
        n.entities, n.entity_ids,
-       m.importance, m.strength, m.state, coalesce(m.valid_from, m.created_at) AS valid_from,
-       m.valid_to, m.superseded_by::text AS superseded_by,
+       m.importance, {STRENGTH} AS strength, m.state,
+       coalesce(m.valid_from, m.created_at) AS valid_from, m.valid_to,
+       m.superseded_by::text AS superseded_by,
        coalesce(m.mentioned_at, m.created_at) AS known_at
-FROM memory_units m
+FROM memory_units m {JOIN}
 CROSS JOIN LATERAL (
-    SELECT coalesce(array_agg(e.canonical_name ORDER BY e.canonical_name, e.id), '{}')
+    SELECT coalesce(array_agg(e.canonical_name ORDER BY e.canonical_name, e.id), '{{}}')
                AS entities,
-           coalesce(array_agg(e.id::text ORDER BY e.canonical_name, e.id), '{}') AS entity_ids
+           coalesce(array_agg(e.id::text ORDER BY e.canonical_name, e.id), '{{}}') AS entity_ids
     FROM unit_entities ue JOIN entities e ON e.id = ue.entity_id
     WHERE $3 AND ue.unit_id = m.id
 ) n

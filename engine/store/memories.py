@@ -10,6 +10,7 @@ import asyncpg
 
 from engine.db import Connection
 from engine.errors import InvalidInput, NotFound
+from engine.lifecycle.access_state import ACCESS_COUNT, JOIN, LAST_ACCESSED, STRENGTH
 
 TagsMatch = Literal["any", "all", "any_strict", "all_strict", "exact"]
 TIME_FIELDS = ("created_at", "updated_at", "mentioned_at", "occurred_start", "occurred_end")
@@ -92,13 +93,14 @@ def tags_clause(column: str, param: str, match: TagsMatch) -> str:
     return f"(cardinality({param}) = 0 OR ({column} @> {param} AND {column} <@ {param}))"
 
 
-_MEMORY_COLUMNS = """
+_MEMORY_COLUMNS = f"""
 m.id::text AS id, m.bank_id, m.fact_type, m.text, m.context, m.details, m.occurred_start,
 m.occurred_end, m.mentioned_at, m.document_id, m.chunk_id, m.metadata, m.tags, m.proof_count,
-m.created_at, m.updated_at, m.importance, m.strength, m.access_count, m.last_accessed_at,
+m.created_at, m.updated_at, m.importance, {STRENGTH} AS strength,
+{ACCESS_COUNT} AS access_count, {LAST_ACCESSED} AS last_accessed_at,
 m.state, m.valid_from, m.valid_to, m.superseded_by::text AS superseded_by, m.needs_correction,
 coalesce(array(SELECT e.canonical_name FROM unit_entities ue JOIN entities e ON e.id = ue.entity_id
-               WHERE ue.unit_id = m.id ORDER BY e.canonical_name), '{}') AS entities
+               WHERE ue.unit_id = m.id ORDER BY e.canonical_name), '{{}}') AS entities
 """
 
 
@@ -144,7 +146,7 @@ async def list_memories(
         where.end,
     ]
     rows = await conn.fetch(
-        f"SELECT {_MEMORY_COLUMNS} FROM memory_units m WHERE {sql_where}"
+        f"SELECT {_MEMORY_COLUMNS} FROM memory_units m {JOIN} WHERE {sql_where}"
         f" ORDER BY {order} LIMIT $9 OFFSET $10",
         *args,
         limit,
@@ -162,7 +164,8 @@ async def list_memories(
 async def get_memory(conn: Connection, bank_id: str, memory_id: str) -> Memory:
     try:
         row = await conn.fetchrow(
-            f"SELECT {_MEMORY_COLUMNS} FROM memory_units m WHERE m.bank_id = $1 AND m.id = $2",
+            f"SELECT {_MEMORY_COLUMNS} FROM memory_units m {JOIN}"
+            " WHERE m.bank_id = $1 AND m.id = $2",
             bank_id,
             memory_id,
         )
@@ -195,6 +198,7 @@ async def clear_memories(conn: Connection, bank_id: str, fact_type: str | None) 
             )
             await conn.execute("DELETE FROM documents WHERE bank_id = $1", bank_id)
             await conn.execute("DELETE FROM memory_units WHERE bank_id = $1", bank_id)
+            await conn.execute("DELETE FROM fact_access WHERE bank_id = $1", bank_id)
             await conn.execute("DELETE FROM entities WHERE bank_id = $1", bank_id)
             await conn.execute("DELETE FROM staged_facts WHERE bank_id = $1", bank_id)
             return int(count)

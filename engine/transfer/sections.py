@@ -37,6 +37,14 @@ ORIGINALS_SECTION = "document_files"
 # The archive entry holding the bytes of the original whose sha256 follows.
 ORIGINALS_PREFIX = "originals/"
 _MODELS = _WHOLE + " AND p.models"
+# A fact travels with recall's accesses not yet folded into its row applied
+# (engine/lifecycle/access_state.py); the target holds none pending.
+_ACCESS = (
+    " || coalesce((SELECT jsonb_build_object('strength', 1 - (1 - t.strength) * fa.keep,"
+    " 'access_count', t.access_count + fa.accesses,"
+    " 'last_accessed_at', greatest(t.last_accessed_at, fa.last_accessed_at))"
+    " FROM fact_access fa WHERE fa.bank_id = t.bank_id AND fa.fact_id = t.id), '{}')"
+)
 
 
 @dataclass(frozen=True)
@@ -108,7 +116,7 @@ SECTIONS: tuple[Section, ...] = (
         # memory_units until migration 0033): the export's time, or null for a fact still
         # on the backlog.
         extra=" || jsonb_build_object('consolidated_at', CASE WHEN EXISTS (SELECT 1"
-        " FROM consolidation_backlog b WHERE b.fact_id = t.id) THEN NULL ELSE now() END)",
+        " FROM consolidation_backlog b WHERE b.fact_id = t.id) THEN NULL ELSE now() END)" + _ACCESS,
         filters=(
             "(r.chunk_id IS NULL OR EXISTS (SELECT 1 FROM chunks c"
             " WHERE c.bank_id = r.bank_id AND c.chunk_id = r.chunk_id))",
@@ -122,6 +130,7 @@ SECTIONS: tuple[Section, ...] = (
         "memory_units",
         "data",
         _OBSERVED + " AND t.fact_type = 'observation'",
+        extra=_ACCESS,
         deferred=("superseded_by",),
     ),
     Section(

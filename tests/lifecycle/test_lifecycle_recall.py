@@ -13,6 +13,9 @@ from starlette.applications import Starlette
 
 from engine.db import Pool
 from engine.lifecycle.access import reinforce
+from engine.lifecycle.access_state import access_states
+from engine.lifecycle.maintenance import run_batch
+from engine.lifecycle.policy import LifecyclePolicy
 from engine.lifecycle.supersession import Supersession, supersede
 
 BASE = "/v1/default/banks"
@@ -111,19 +114,13 @@ async def test_states_validity_and_reinforcement(
     services = app.state.services
     assert services.access.pending > 0  # recorded, not yet written
     async with pool.acquire() as conn:
-        before = await conn.fetchrow(
-            "SELECT access_count, strength FROM memory_units WHERE id = $1", porto
-        )
+        before = (await access_states(conn, bank_id, [porto]))[porto]
     assert await services.access.flush() > 0
     async with pool.acquire() as conn:
-        after = await conn.fetchrow(
-            "SELECT access_count, strength, last_accessed_at FROM memory_units WHERE id = $1",
-            porto,
-        )
-    assert before is not None and after is not None
-    assert after["access_count"] > before["access_count"]
-    assert before["strength"] < after["strength"] <= 1.0
-    assert after["last_accessed_at"] is not None
+        after = (await access_states(conn, bank_id, [porto]))[porto]
+    assert after.access_count > before.access_count
+    assert before.strength < after.strength <= 1.0
+    assert after.last_accessed_at is not None
 
 
 async def test_bad_as_of_is_a_400_naming_the_field(api: httpx.AsyncClient, bank_id: str) -> None:
@@ -237,7 +234,7 @@ async def test_reflect_citations_reinforce_at_the_banks_step(
     services = app.state.services
     await services.access.flush()  # nothing of this bank pending before reflect
     async with pool.acquire() as conn:
-        before = await conn.fetchval("SELECT strength FROM memory_units WHERE id = $1", cello)
+        before = (await access_states(conn, bank_id, [cello]))[cello].strength
     answer = await api.post(
         f"{BASE}/{bank_id}/reflect", json={"query": "Which instrument does Ravi play?"}
     )
@@ -246,57 +243,98 @@ async def test_reflect_citations_reinforce_at_the_banks_step(
     assert cello in [m["id"] for m in answer.json()["based_on"]["memories"]]
     assert await services.access.flush() == 1
     async with pool.acquire() as conn:
-        after = await conn.fetchrow(
-            "SELECT strength, access_count FROM memory_units WHERE id = $1", cello
-        )
-    assert after is not None and after["access_count"] == 1
+        after = (await access_states(conn, bank_id, [cello]))[cello]
+    assert after.access_count == 1
     # one access at step 0.5 (the bank's), not the default 0.2
-    assert abs(after["strength"] - (1 - (1 - before) * 0.5)) < 1e-6
+    assert abs(after.strength - (1 - (1 - before) * 0.5)) < 1e-6
 
 
-async def test_a_flush_skips_a_fact_another_writer_holds_instead_of_waiting(
+async def test_a_flush_waits_for_no_writer(
     api: httpx.AsyncClient, pool: Pool, bank_id: str
 ) -> None:
+    """A flush writes beside the fact, so a writer holding the fact's row does not hold it
+    up; the lifecycle folding a fact's accesses (its side row held) has that fact skipped,
+    not waited for (a plain upsert would wait for the lifecycle batch to commit)."""
     await retain(api, bank_id, [{"content": "Uma plays the cello. Uma lives in Porto."}])
     held, free = await fact_id(pool, bank_id, "cello"), await fact_id(pool, bank_id, "Porto")
+    async with pool.acquire() as conn:
+        assert await reinforce(conn, bank_id, {held: 1}, datetime.now(UTC)) == 1
     async with pool.acquire() as writer, writer.transaction():
-        await writer.execute("SELECT 1 FROM memory_units WHERE id = $1 FOR UPDATE", held)
+        await writer.execute(
+            "SELECT 1 FROM memory_units WHERE id = ANY($1::uuid[]) FOR UPDATE", [held, free]
+        )
+        await writer.execute("SELECT 1 FROM fact_access WHERE fact_id = $1 FOR UPDATE", held)
         async with pool.acquire() as conn:
-            # A plain UPDATE would wait here for the writer's commit (and could deadlock it).
             written = await asyncio.wait_for(
                 reinforce(conn, bank_id, {held: 1, free: 2}, datetime.now(UTC)), 30
             )
     assert written == 1
     async with pool.acquire() as conn:
-        rows = await conn.fetch(
-            "SELECT id::text, access_count FROM memory_units WHERE id = ANY($1::uuid[])",
-            [held, free],
-        )
-    counts = {r["id"]: r["access_count"] for r in rows}
-    assert counts == {held: 0, free: 2}
+        states = await access_states(conn, bank_id, [held, free])
+    assert {i: s.access_count for i, s in states.items()} == {held: 1, free: 2}
 
 
-async def test_reinforcing_a_fact_rewrites_it_in_place(
+async def test_a_flush_writes_no_fact_row_and_the_lifecycle_folds_it_in(
     api: httpx.AsyncClient, pool: Pool, bank_id: str
 ) -> None:
-    """Pages keep room for one more version of a row (migration 0038), so a recall's
-    reinforcement writes no index entry (a HOT update): one fact of every page the bank's
-    facts were written to, in one transaction, all in place. At fillfactor 100 every page but
-    the last is full and the update goes to another page, through every index, HNSW included."""
+    """Reinforcement writes no version of a fact's ~1.3 kB row (migration 0041): a second
+    flush rewrites only the narrow side rows, in place (HOT). Readers — the API's memory —
+    see the reinforced values; the lifecycle batch folds them into the facts before decaying,
+    leaving the same values and no side row."""
     response = await api.put(f"{BASE}/{bank_id}", json={"enable_observations": False})
     assert response.status_code == 200, response.text
-    sentences = " ".join(f"Ines planted tree number {n} in the orchard." for n in range(40))
+    sentences = " ".join(f"Ines planted tree number {n} in the orchard." for n in range(12))
     await retain(api, bank_id, [{"content": sentences}])
-    async with pool.acquire() as conn, conn.transaction():
-        one_per_page = await conn.fetch(
-            "SELECT DISTINCT ON ((ctid::text::point)[0]) id::text FROM memory_units "
-            "WHERE bank_id = $1 ORDER BY (ctid::text::point)[0], id",
+    async with pool.acquire() as conn:
+        ids = [
+            str(i)
+            for i in await conn.fetchval(
+                "SELECT array_agg(id ORDER BY id) FROM memory_units WHERE bank_id = $1", bank_id
+            )
+        ]
+        before = await access_states(conn, bank_id, ids)
+        assert await reinforce(conn, bank_id, dict.fromkeys(ids, 2), datetime.now(UTC)) == len(ids)
+        async with conn.transaction():
+            assert await reinforce(conn, bank_id, dict.fromkeys(ids, 1), datetime.now(UTC)) == len(
+                ids
+            )
+            writes = await conn.fetchrow(
+                "SELECT pg_stat_get_xact_tuples_updated('memory_units'::regclass) AS facts,"
+                " pg_stat_get_xact_tuples_hot_updated('fact_access'::regclass) AS in_place"
+            )
+        assert writes is not None and writes["facts"] == 0 and writes["in_place"] == len(ids)
+        seen = await access_states(conn, bank_id, ids)
+    for i in ids:
+        assert seen[i].access_count == before[i].access_count + 3
+        assert abs(seen[i].strength - (1 - (1 - before[i].strength) * 0.8**3)) < 1e-6
+    shown = await api.get(f"{BASE}/{bank_id}/memories/{ids[0]}")
+    assert shown.status_code == 200, shown.text
+    assert shown.json()["access_count"] == seen[ids[0]].access_count
+    assert abs(shown.json()["strength"] - seen[ids[0]].strength) < 1e-6
+
+    # The lifecycle, at a time when nothing has decayed yet (decay is rate^0), merging none
+    # of these near-duplicates.
+    policy = LifecyclePolicy(merge_duplicates=False)
+    async with pool.acquire() as conn:
+        now = await conn.fetchval(
+            "SELECT min(coalesce(decayed_at, greatest(mentioned_at, created_at)))"
+            " FROM memory_units WHERE bank_id = $1",
             bank_id,
         )
-        assert len(one_per_page) > 2  # several pages, all but the last filled as far as allowed
-        ids = [r["id"] for r in one_per_page]
-        assert await reinforce(conn, bank_id, dict.fromkeys(ids, 1), datetime.now(UTC)) == len(ids)
-        in_place = await conn.fetchval(
-            "SELECT pg_stat_get_xact_tuples_hot_updated('memory_units'::regclass)"
+        await run_batch(conn, bank_id, policy, now, None, size=5)
+        folded = await access_states(conn, bank_id, ids)
+        left = await conn.fetchval("SELECT count(*) FROM fact_access WHERE bank_id = $1", bank_id)
+        # the first batch folded its range of ids only
+        assert 0 < left < len(ids)
+        after: str | None = None
+        while (batch := await run_batch(conn, bank_id, policy, now, after, 5)).last_id:
+            after = batch.last_id
+        stored = await conn.fetch(
+            "SELECT id::text, access_count, strength FROM memory_units WHERE bank_id = $1",
+            bank_id,
         )
-    assert in_place == len(ids)
+        left = await conn.fetchval("SELECT count(*) FROM fact_access WHERE bank_id = $1", bank_id)
+    assert left == 0
+    for row in stored:
+        assert row["access_count"] == seen[row["id"]].access_count == folded[row["id"]].access_count
+        assert abs(row["strength"] - seen[row["id"]].strength) < 1e-6
