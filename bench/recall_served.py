@@ -81,6 +81,10 @@ class Run:
     # of them in place (HOT: no index entry written; otherwise every index gets one, HNSW too).
     rows_updated: int
     rows_updated_hot: int
+    # fact_access rows reinforcement wrote (migration 0041: inserted or updated), and WAL
+    # bytes per recall (every writer of the cluster: the figure a row version shows in)
+    access_rows_written: int
+    wal_bytes: float
     load: str
 
 
@@ -176,10 +180,19 @@ async def hold(base: str, queries: list[SyntheticQuery], processes: int) -> int:
     return sent
 
 
-async def updates(database_url: str) -> tuple[int, int]:
-    """memory_units' row updates so far, and the HOT ones. A backend reports its counts at
-    most once a second, and an idle one only after up to ~10 s: the last seconds of a run
-    can be missed (a 20-recall run read 0), so these are a floor for short runs."""
+@dataclass(frozen=True)
+class Writes:
+    facts: int  # memory_units row updates
+    facts_hot: int  # of which HOT
+    access_rows: int  # fact_access rows inserted or updated (0 without migration 0041)
+    wal: int  # the WAL position, bytes
+
+
+async def updates(database_url: str) -> Writes:
+    """memory_units' row updates so far (and the HOT ones), fact_access's writes, the WAL
+    position. A backend reports its counts at most once a second, and an idle one only after
+    up to ~10 s: the last seconds of a run can be missed (a 20-recall run read 0), so the
+    counts are a floor for short runs."""
     await asyncio.sleep(1.5)
     conn = await asyncpg.connect(database_url)
     try:
@@ -188,7 +201,16 @@ async def updates(database_url: str) -> tuple[int, int]:
             "SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables "
             "WHERE relname = 'memory_units'"
         )
-        return (int(row["n_tup_upd"]), int(row["n_tup_hot_upd"])) if row else (0, 0)
+        access = await conn.fetchval(
+            "SELECT n_tup_ins + n_tup_upd FROM pg_stat_user_tables WHERE relname = 'fact_access'"
+        )
+        wal = await conn.fetchval("SELECT pg_current_wal_lsn() - '0/0'::pg_lsn")
+        return Writes(
+            int(row["n_tup_upd"]) if row else 0,
+            int(row["n_tup_hot_upd"]) if row else 0,
+            int(access or 0),
+            int(wal),
+        )
     finally:
         await conn.close()
 
@@ -211,7 +233,7 @@ async def measure_served(
         runs = []
         for clients in args.clients:
             await asyncio.sleep(FLUSH_S)  # the warm-up's accesses written first
-            updated0, hot0 = await updates(database_url)
+            writes0 = await updates(database_url)
             server0 = CpuClock.tree_seconds(process.pid) or 0.0
             postgres0 = CpuClock.postgres_seconds(postmaster)
             client0 = time.process_time()
@@ -220,7 +242,7 @@ async def measure_served(
             await asyncio.sleep(FLUSH_S)  # this run's accesses written, and counted in its CPU
             server1 = CpuClock.tree_seconds(process.pid) or 0.0
             postgres1 = CpuClock.postgres_seconds(postmaster)
-            updated1, hot1 = await updates(database_url)
+            writes1 = await updates(database_url)
             done = max(1, len(latencies))
             ordered = sorted(latencies)
             run = Run(
@@ -239,8 +261,10 @@ async def measure_served(
                     else None
                 ),
                 client_cpu_ms=round((client1 - client0) * 1000 / done, 1),
-                rows_updated=updated1 - updated0,
-                rows_updated_hot=hot1 - hot0,
+                rows_updated=writes1.facts - writes0.facts,
+                rows_updated_hot=writes1.facts_hot - writes0.facts_hot,
+                access_rows_written=writes1.access_rows - writes0.access_rows,
+                wal_bytes=round((writes1.wal - writes0.wal) / done),
                 load=" ".join(f"{x:.1f}" for x in os.getloadavg()),
             )
             print(
@@ -249,6 +273,8 @@ async def measure_served(
                 f"{run.throughput_qps} recalls/s · CPU per recall: server {run.server_cpu_ms}, "
                 f"PostgreSQL {run.postgres_cpu_ms}, client {run.client_cpu_ms} ms · "
                 f"rows updated {run.rows_updated:,} ({run.rows_updated_hot:,} HOT) · "
+                f"fact_access rows written {run.access_rows_written:,} · "
+                f"WAL {run.wal_bytes / 1024:.1f} kB a recall · "
                 f"errors {run.errors} · load {run.load}",
                 flush=True,
             )

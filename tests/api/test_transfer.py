@@ -9,6 +9,7 @@ import hashlib
 import io
 import json
 import zipfile
+from datetime import UTC, datetime
 from typing import Any
 
 import httpx
@@ -23,10 +24,12 @@ from support.serve import serve
 from temporalio.worker import Worker
 
 from engine.db import Pool
+from engine.lifecycle.access import reinforce
 from engine.store.document_files import store_original
 
 BASE = "/v1/default/banks"
 _WAITING = "SELECT count(*) FROM consolidation_backlog WHERE bank_id = $1"
+_FACTS = "SELECT id::text AS id FROM memory_units WHERE bank_id = $1"
 NOTES = [
     ("trip", "Ana flew to Lisbon in May 2023. Ana stayed at a hotel near the river."),
     ("pets", "Bo adopted a cat named Miso. Bo walks the dog every morning."),
@@ -77,6 +80,9 @@ async def test_export_download_restore_and_clone(
             " (SELECT min(fact_id::text)::uuid FROM consolidation_backlog WHERE bank_id = $1)",
             bank_id,
         )
+        # recall's accesses, still beside the facts (migration 0041), travel in their rows
+        facts = [r["id"] for r in await conn.fetch(_FACTS, bank_id)]
+        assert await reinforce(conn, bank_id, dict.fromkeys(facts, 2), datetime.now(UTC)) > 0
     attachment = hashlib.sha256(original).hexdigest()[:32]
     before = await snapshot(api, bank_id)
     assert before["facts"] and not any("Miso" in f[0] for f in before["facts"])
@@ -109,6 +115,10 @@ async def test_export_download_restore_and_clone(
         assert await snapshot(api, target) == before
         waiting = await pool.fetchval(_WAITING, target)
         assert waiting == len(before["facts"]) - 1
+        carried = await pool.fetchval(
+            "SELECT min(access_count) FROM memory_units WHERE bank_id = $1", target
+        )
+        assert carried >= 2
         served = await api.get(f"{BASE}/{target}/attachments/{attachment}")
         assert served.status_code == 200 and served.content == original
         document = (await api.get(f"{BASE}/{target}/documents/trip")).json()
