@@ -35,28 +35,17 @@ log = logging.getLogger(__name__)
 # engine/lifecycle/access_state.py), one ~80-byte row per fact upserted in place, never the
 # fact's own ~1.3 kB row: measured through real server processes at 100k facts
 # (docs/benchmarks.md "Reinforcement's writes"). Only ids of the bank's facts are written (a
-# read of each fact's key, no lock on it), so a writer of the fact never waits for a flush nor
-# a flush for it. Side rows are taken in id order and one another transaction holds (the
-# lifecycle folding it, engine/lifecycle/maintenance.py) is skipped rather than waited for: a
-# flush never waits on the lifecycle batch, and its accesses to those facts are lost, as one
-# lost to a crash is. Two flushes (two server processes) upserting the same fact queue behind
-# each other for one statement, in id order, so never deadlock.
+# read of each fact's key, no lock on it: a writer of the fact never waits for a flush nor a
+# flush for it, and a fact erased before the flush gets no row). Side rows are upserted in id
+# order, so two flushes (two server processes) queue behind each other and never deadlock;
+# the lifecycle folding a range of them skips those a flush holds, so it never waits for one,
+# while a flush waits for the fold's transaction to end and then adds a new row: no access is
+# lost to the lifecycle.
 _REINFORCE = """
-WITH a AS (
-    SELECT a.id, a.n FROM unnest($2::uuid[], $5::int[]) AS a(id, n)
-    JOIN memory_units m ON m.bank_id = $1 AND m.id = a.id
-), free AS (
-    SELECT f.fact_id FROM fact_access f JOIN a ON a.id = f.fact_id
-    WHERE f.bank_id = $1
-    ORDER BY f.fact_id
-    FOR UPDATE OF f SKIP LOCKED
-), held AS (
-    SELECT f.fact_id FROM fact_access f JOIN a ON a.id = f.fact_id
-    WHERE f.bank_id = $1 AND f.fact_id NOT IN (SELECT fact_id FROM free)
-)
 INSERT INTO fact_access AS f (bank_id, fact_id, accesses, last_accessed_at, keep)
-SELECT $1, a.id, a.n, $3, power(1 - $4::float8, a.n) FROM a
-WHERE a.id NOT IN (SELECT fact_id FROM held)
+SELECT $1, a.id, a.n, $3, power(1 - $4::float8, a.n)
+FROM unnest($2::uuid[], $5::int[]) AS a(id, n)
+WHERE EXISTS (SELECT 1 FROM memory_units m WHERE m.id = a.id AND m.bank_id = $1)
 ORDER BY a.id
 ON CONFLICT (bank_id, fact_id) DO UPDATE SET
     accesses = f.accesses + excluded.accesses,

@@ -13,7 +13,7 @@ from starlette.applications import Starlette
 
 from engine.db import Pool
 from engine.lifecycle.access import reinforce
-from engine.lifecycle.access_state import access_states
+from engine.lifecycle.access_state import access_states, fold_range
 from engine.lifecycle.maintenance import run_batch
 from engine.lifecycle.policy import LifecyclePolicy
 from engine.lifecycle.supersession import Supersession, supersede
@@ -249,29 +249,35 @@ async def test_reflect_citations_reinforce_at_the_banks_step(
     assert abs(after.strength - (1 - (1 - before) * 0.5)) < 1e-6
 
 
-async def test_a_flush_waits_for_no_writer(
+async def test_neither_a_flush_nor_the_lifecycle_waits_for_the_other(
     api: httpx.AsyncClient, pool: Pool, bank_id: str
 ) -> None:
     """A flush writes beside the fact, so a writer holding the fact's row does not hold it
-    up; the lifecycle folding a fact's accesses (its side row held) has that fact skipped,
-    not waited for (a plain upsert would wait for the lifecycle batch to commit)."""
+    up (before migration 0041 the flush skipped that fact and lost its accesses); the
+    lifecycle folding accesses skips a side row a flush holds and leaves it for its next
+    run, losing nothing."""
     await retain(api, bank_id, [{"content": "Uma plays the cello. Uma lives in Porto."}])
     held, free = await fact_id(pool, bank_id, "cello"), await fact_id(pool, bank_id, "Porto")
-    async with pool.acquire() as conn:
-        assert await reinforce(conn, bank_id, {held: 1}, datetime.now(UTC)) == 1
     async with pool.acquire() as writer, writer.transaction():
         await writer.execute(
             "SELECT 1 FROM memory_units WHERE id = ANY($1::uuid[]) FOR UPDATE", [held, free]
         )
-        await writer.execute("SELECT 1 FROM fact_access WHERE fact_id = $1 FOR UPDATE", held)
         async with pool.acquire() as conn:
             written = await asyncio.wait_for(
                 reinforce(conn, bank_id, {held: 1, free: 2}, datetime.now(UTC)), 30
             )
-    assert written == 1
+    assert written == 2
+    async with pool.acquire() as flush, flush.transaction():
+        assert await reinforce(flush, bank_id, {held: 1}, datetime.now(UTC)) == 1
+        async with pool.acquire() as conn, conn.transaction():
+            assert await asyncio.wait_for(fold_range(conn, bank_id, None, None), 30) == 1
     async with pool.acquire() as conn:
         states = await access_states(conn, bank_id, [held, free])
-    assert {i: s.access_count for i, s in states.items()} == {held: 1, free: 2}
+        pending = await conn.fetchval(
+            "SELECT accesses FROM fact_access WHERE bank_id = $1 AND fact_id = $2", bank_id, held
+        )
+    assert {i: s.access_count for i, s in states.items()} == {held: 2, free: 2}
+    assert pending == 2  # still beside the fact, for the next fold
 
 
 async def test_a_flush_writes_no_fact_row_and_the_lifecycle_folds_it_in(
