@@ -2,10 +2,11 @@
 
 Each batch takes the next `size` active or archived memories by id after `after_id` and, in
 one transaction:
-0. folds the accesses recall recorded beside its facts since the last run into them
+1. folds the accesses recall recorded beside its facts since the last run into them
    (engine/lifecycle/access_state.py), for every fact in its range of ids whatever its state,
-   so decay, archiving, merging and deletion below read the reinforced values;
-1. decays strength:  strength ← strength · rate^(days · f), days since it was last decayed,
+   so decay, archiving, merging and deletion read the reinforced values, and (in the same
+   row version) decays strength:  strength ← strength · rate^(days · f), days since it was
+   last decayed,
    else since it entered the memory (stored, or said if that is later: chat history from
    2023 imported today starts fresh today; a clock from its 2023 dates had the first nightly
    run archive almost all of it), and records `decayed_at = now` — a retried
@@ -60,14 +61,45 @@ ORDER BY id LIMIT $3
 FOR UPDATE
 """
 
-_DECAY = """
-UPDATE memory_units SET
-    strength = strength * power($3::float8, greatest(0, extract(epoch FROM
-        ($4::timestamptz - coalesce(decayed_at, greatest(mentioned_at, created_at)))) / 86400.0)
-        * CASE WHEN $5 THEN greatest(0, 1 - importance) / (1 - $6::float8) ELSE 1 END),
-    decayed_at = greatest(coalesce(decayed_at, $4), $4)
-WHERE bank_id = $1 AND id = ANY($2::uuid[]) AND state = 'active'
-  AND coalesce(decayed_at, greatest(mentioned_at, created_at)) < $4
+# Recall's accesses recorded beside the facts of the batch's range of ids (whatever their
+# state; engine/lifecycle/access_state.py) are folded in and the due facts decayed in one
+# row version each: folding first and decaying after, a fact accessed since the last run
+# would be written twice, and on a page with room for one more version the second would go
+# through every index, HNSW included. Side rows a flush holds are left for the next run.
+_FOLD_AND_DECAY = """
+WITH taken AS (
+    SELECT fact_id FROM fact_access
+    WHERE bank_id = $1 AND ($7::uuid IS NULL OR fact_id > $7)
+      AND ($8::uuid IS NULL OR fact_id <= $8)
+    ORDER BY fact_id
+    FOR UPDATE SKIP LOCKED
+), folded AS (
+    DELETE FROM fact_access f USING taken t
+    WHERE f.bank_id = $1 AND f.fact_id = t.fact_id
+    RETURNING f.fact_id, f.accesses, f.last_accessed_at, f.keep
+), due AS (
+    SELECT id FROM memory_units
+    WHERE bank_id = $1 AND id = ANY($2::uuid[]) AND state = 'active'
+      AND coalesce(decayed_at, greatest(mentioned_at, created_at)) < $4
+), changed AS (
+    UPDATE memory_units m SET
+        access_count = m.access_count + coalesce(f.accesses, 0),
+        last_accessed_at = greatest(m.last_accessed_at, f.last_accessed_at),
+        strength = coalesce(1 - (1 - m.strength) * f.keep, m.strength) * CASE
+            WHEN d.id IS NULL THEN 1
+            ELSE power($3::float8, greatest(0, extract(epoch FROM ($4::timestamptz
+                - coalesce(m.decayed_at, greatest(m.mentioned_at, m.created_at)))) / 86400.0)
+                * CASE WHEN $5 THEN greatest(0, 1 - m.importance) / (1 - $6::float8) ELSE 1 END)
+            END,
+        decayed_at = CASE WHEN d.id IS NULL THEN m.decayed_at
+                          ELSE greatest(coalesce(m.decayed_at, $4), $4) END
+    FROM (SELECT id FROM due UNION SELECT fact_id FROM folded) s
+    LEFT JOIN folded f ON f.fact_id = s.id
+    LEFT JOIN due d ON d.id = s.id
+    WHERE m.bank_id = $1 AND m.id = s.id
+    RETURNING d.id IS NOT NULL AS decayed
+)
+SELECT count(*) FILTER (WHERE decayed) FROM changed
 """
 
 # Facts the archive step would take: those stating an attribute's current value are kept.
@@ -220,19 +252,21 @@ async def run_batch(
     """One batch in one transaction; `last_id` None when the bank is done."""
     async with conn.transaction():
         ids = [r["id"] for r in await conn.fetch(_BATCH, bank_id, after_id, size)]
-        # the last batch (a short one, or none) folds every id after its first
-        upto = str(ids[-1]) if len(ids) == size else None
-        await fold_range(conn, bank_id, after_id, upto)
         if not ids:
+            await fold_range(conn, bank_id, after_id, None)  # the rest of the id space
             return BatchCounts()
-        decayed = await conn.execute(
-            _DECAY,
+        # the last batch (a short one) folds every id after its first
+        upto = str(ids[-1]) if len(ids) == size else None
+        decayed = await conn.fetchval(
+            _FOLD_AND_DECAY,
             bank_id,
             ids,
             policy.decay_rate,
             now,
             policy.importance_scaled_decay,
             NEUTRAL_IMPORTANCE,
+            after_id,
+            upto,
         )
         kept = await _current_values(conn, bank_id, ids, policy)
         archived_ids = list(
@@ -267,7 +301,7 @@ async def run_batch(
         )
         return BatchCounts(
             scanned=len(ids),
-            decayed=int(decayed.rsplit(" ", 1)[-1]),
+            decayed=int(decayed),
             archived=archived,
             merged=merged,
             deleted=deleted,

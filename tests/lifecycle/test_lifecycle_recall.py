@@ -5,7 +5,7 @@ reinforcement of returned facts flushed off the request path."""
 from __future__ import annotations
 
 import asyncio
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
@@ -285,8 +285,8 @@ async def test_a_flush_writes_no_fact_row_and_the_lifecycle_folds_it_in(
 ) -> None:
     """Reinforcement writes no version of a fact's ~1.3 kB row (migration 0041): a second
     flush rewrites only the narrow side rows, in place (HOT). Readers — the API's memory —
-    see the reinforced values; the lifecycle batch folds them into the facts before decaying,
-    leaving the same values and no side row."""
+    see the reinforced values; the lifecycle batch folds them into the facts and decays them
+    in one row version each, leaving no side row."""
     response = await api.put(f"{BASE}/{bank_id}", json={"enable_observations": False})
     assert response.status_code == 200, response.text
     sentences = " ".join(f"Ines planted tree number {n} in the orchard." for n in range(12))
@@ -318,21 +318,29 @@ async def test_a_flush_writes_no_fact_row_and_the_lifecycle_folds_it_in(
     assert shown.json()["access_count"] == seen[ids[0]].access_count
     assert abs(shown.json()["strength"] - seen[ids[0]].strength) < 1e-6
 
-    # The lifecycle, at a time when nothing has decayed yet (decay is rate^0), merging none
-    # of these near-duplicates.
-    policy = LifecyclePolicy(merge_duplicates=False)
+    # The lifecycle ten days on (decay at 0.99 a day, not scaled by importance), merging none
+    # of these near-duplicates: each fact folded and decayed in one row version, reinforced
+    # first, then decayed.
+    policy = LifecyclePolicy(merge_duplicates=False, importance_scaled_decay=False)
     async with pool.acquire() as conn:
-        now = await conn.fetchval(
-            "SELECT min(coalesce(decayed_at, greatest(mentioned_at, created_at)))"
-            " FROM memory_units WHERE bank_id = $1",
-            bank_id,
-        )
-        await run_batch(conn, bank_id, policy, now, None, size=5)
-        folded = await access_states(conn, bank_id, ids)
+        since = {
+            r["id"]: r["since"]
+            for r in await conn.fetch(
+                "SELECT id::text, greatest(mentioned_at, created_at) AS since FROM memory_units"
+                " WHERE bank_id = $1",
+                bank_id,
+            )
+        }
+        now = max(since.values()) + timedelta(days=10)
+        async with conn.transaction():
+            first = await run_batch(conn, bank_id, policy, now, None, size=5)
+            versions = await conn.fetchval(
+                "SELECT pg_stat_get_xact_tuples_updated('memory_units'::regclass)"
+            )
+        assert first.decayed == 5 and versions == 5
         left = await conn.fetchval("SELECT count(*) FROM fact_access WHERE bank_id = $1", bank_id)
-        # the first batch folded its range of ids only
-        assert 0 < left < len(ids)
-        after: str | None = None
+        assert left == len(ids) - 5  # the first batch folded its range of ids only
+        after = first.last_id
         while (batch := await run_batch(conn, bank_id, policy, now, after, 5)).last_id:
             after = batch.last_id
         stored = await conn.fetch(
@@ -342,5 +350,6 @@ async def test_a_flush_writes_no_fact_row_and_the_lifecycle_folds_it_in(
         left = await conn.fetchval("SELECT count(*) FROM fact_access WHERE bank_id = $1", bank_id)
     assert left == 0
     for row in stored:
-        assert row["access_count"] == seen[row["id"]].access_count == folded[row["id"]].access_count
-        assert abs(row["strength"] - seen[row["id"]].strength) < 1e-6
+        days = (now - since[row["id"]]).total_seconds() / 86400
+        assert row["access_count"] == seen[row["id"]].access_count
+        assert abs(row["strength"] - seen[row["id"]].strength * 0.99**days) < 1e-6
