@@ -50,6 +50,17 @@ _FOLD_RANGE = _FOLD.format(
     which="($2::uuid IS NULL OR fact_id > $2) AND ($3::uuid IS NULL OR fact_id <= $3)"
 )
 
+# In id order, as a flush takes them, so a deletion and a flush never deadlock.
+_FORGET = """
+DELETE FROM fact_access f USING (
+    SELECT fact_id FROM fact_access
+    WHERE bank_id = $1 AND ($2::uuid[] IS NULL OR fact_id = ANY($2::uuid[]))
+    ORDER BY fact_id
+    FOR UPDATE
+) t
+WHERE f.bank_id = $1 AND f.fact_id = t.fact_id
+"""
+
 _READ = f"""
 SELECT m.id::text AS id, {ACCESS_COUNT} AS access_count, {LAST_ACCESSED} AS last_accessed_at,
        {STRENGTH} AS strength
@@ -78,6 +89,12 @@ async def fold_range(conn: Connection, bank_id: str, after: str | None, upto: st
     whatever their state; a side row whose fact is gone is dropped."""
     status = await conn.execute(_FOLD_RANGE, bank_id, after, upto)
     return int(status.rsplit(" ", 1)[-1])
+
+
+async def drop_access(conn: Connection, bank_id: str, fact_ids: Sequence[str] | None) -> None:
+    """Delete the side rows of these facts (None: of the whole bank): erasure, clearing and
+    deleting a bank."""
+    await conn.execute(_FORGET, bank_id, None if fact_ids is None else list(fact_ids))
 
 
 async def access_states(

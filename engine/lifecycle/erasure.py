@@ -34,6 +34,7 @@ import asyncpg
 from engine.db import Connection
 from engine.entities import normalize_name
 from engine.errors import InvalidInput, NotFound
+from engine.lifecycle.access_state import drop_access
 from engine.lifecycle.tombstones import text_hash
 from engine.retain.upsert import DELETE_ORPHAN_ENTITIES
 from engine.store.backlog import requeue_statement
@@ -376,11 +377,7 @@ async def _erase(
         bank_id,
         all_ids + observations,
     )
-    await conn.execute(  # recall's accesses not yet folded in (migration 0041)
-        "DELETE FROM fact_access WHERE bank_id = $1 AND fact_id = ANY($2::uuid[])",
-        bank_id,
-        all_ids + observations,
-    )
+    await drop_access(conn, bank_id, all_ids + observations)  # recall's accesses (migration 0041)
     await conn.execute("DELETE FROM bank_term_stats WHERE bank_id = $1 AND df <= 0", bank_id)
     await conn.execute(DELETE_ORPHAN_ENTITIES, bank_id, entity_ids)
     await conn.execute(

@@ -37,8 +37,14 @@ WITH restored AS (
                OR (NOT EXISTS (SELECT 1 FROM unit_entities a WHERE a.unit_id = n.id)
                    AND NOT EXISTS (SELECT 1 FROM unit_entities b WHERE b.unit_id = o.id))))
     RETURNING o.id
-), folded AS (
-    DELETE FROM fact_access WHERE bank_id = $1 AND fact_id IN (SELECT id FROM restored)
+), folded AS (  -- in id order, as a flush takes them
+    DELETE FROM fact_access f USING (
+        SELECT fact_id FROM fact_access
+        WHERE bank_id = $1 AND fact_id IN (SELECT id FROM restored)
+        ORDER BY fact_id
+        FOR UPDATE
+    ) t
+    WHERE f.bank_id = $1 AND f.fact_id = t.fact_id
 )
 INSERT INTO memory_versions (bank_id, memory_id, change, previous, reason)
 SELECT $1, id, 'restored', '{"state": "archived"}'::jsonb, 'reinforced by new evidence'

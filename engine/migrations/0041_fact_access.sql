@@ -6,14 +6,17 @@
 --     access_count     + accesses
 --     last_accessed_at   the later of the two
 --     strength           1 − (1 − strength) · keep,  keep = Π (1 − step)^n over the flushes
--- The lifecycle batch folds these rows into the facts it already rewrites, before decaying
--- them, and deletes them. Nothing carries over: the facts' columns hold every access flushed
+-- The lifecycle batch folds these rows into the facts it already rewrites, in the row
+-- version of their decay, and deletes them. Nothing carries over: the facts' columns hold every access flushed
 -- before this migration, and the table starts empty.
--- No key to memory_units: a key check would lock the fact's row (KEY SHARE) at every insert,
--- and a fact deleted meanwhile leaves a row no reader joins to, which the next fold removes.
--- The bank's key makes a flush for a bank deleted meanwhile fail rather than leave rows.
+-- No foreign keys: a key check locks the referenced row (KEY SHARE) at every insert, and a
+-- flush waiting for a bank's or a fact's row while holding side rows that the deletion's
+-- cascade wants would deadlock with it. A flush writes only ids of the bank's facts;
+-- erasure, clearing and deleting a bank delete the side rows in id order, as a flush takes
+-- them (engine/lifecycle/access_state.py `drop_access`); a row no reader joins to (its fact
+-- deleted as a flush wrote it) is removed by the next fold of its range.
 CREATE TABLE fact_access (
-    bank_id           text NOT NULL REFERENCES banks ON DELETE CASCADE,
+    bank_id           text NOT NULL,
     fact_id           uuid NOT NULL,
     accesses          integer NOT NULL CHECK (accesses > 0),
     last_accessed_at  timestamptz NOT NULL,

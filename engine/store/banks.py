@@ -10,6 +10,7 @@ import asyncpg
 
 from engine.db import Connection
 from engine.errors import InvalidInput, NotFound
+from engine.lifecycle.access_state import drop_access
 from engine.lifecycle.policy import DEFAULT_PRESET, LifecyclePolicy, resolve_policy
 from engine.store.locks import consolidation_lock
 
@@ -212,6 +213,7 @@ async def delete_bank(conn: Connection, bank_id: str) -> None:
         if deleted is None:
             raise NotFound("bank", bank_id)
         await conn.execute("DELETE FROM bank_term_stats WHERE bank_id = $1", bank_id)
+        await drop_access(conn, bank_id, None)
         for table in _STAGING:
             await conn.execute(f"DELETE FROM {table} WHERE bank_id = $1", bank_id)
         await conn.execute("DELETE FROM operations WHERE bank_id = $1", bank_id)

@@ -10,7 +10,7 @@ import asyncpg
 
 from engine.db import Connection
 from engine.errors import InvalidInput, NotFound
-from engine.lifecycle.access_state import ACCESS_COUNT, JOIN, LAST_ACCESSED, STRENGTH
+from engine.lifecycle.access_state import ACCESS_COUNT, JOIN, LAST_ACCESSED, STRENGTH, drop_access
 
 TagsMatch = Literal["any", "all", "any_strict", "all_strict", "exact"]
 TIME_FIELDS = ("created_at", "updated_at", "mentioned_at", "occurred_start", "occurred_end")
@@ -198,7 +198,7 @@ async def clear_memories(conn: Connection, bank_id: str, fact_type: str | None) 
             )
             await conn.execute("DELETE FROM documents WHERE bank_id = $1", bank_id)
             await conn.execute("DELETE FROM memory_units WHERE bank_id = $1", bank_id)
-            await conn.execute("DELETE FROM fact_access WHERE bank_id = $1", bank_id)
+            await drop_access(conn, bank_id, None)
             await conn.execute("DELETE FROM entities WHERE bank_id = $1", bank_id)
             await conn.execute("DELETE FROM staged_facts WHERE bank_id = $1", bank_id)
             return int(count)
