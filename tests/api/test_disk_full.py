@@ -13,6 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 from prometheus_client import CollectorRegistry
+from support.waiting import until
 from temporalio.testing import WorkflowEnvironment
 
 from engine.db import create_pool, migrate
@@ -63,6 +64,12 @@ def item(n: int, repeat: int = 40) -> dict[str, str]:
     """A document of one chunk; large ones (staged as TOAST) must extend a file on disk."""
     text = f"Visitor {n} signed the guest book and wrote a long note. " * repeat
     return {"content": text, "document_id": f"d{n}"}
+
+
+async def stored_documents(api: httpx.AsyncClient, bank: str) -> set[str]:
+    listed = await api.get(f"{BASE}/{bank}/documents?limit=100")
+    assert listed.status_code == 200, listed.text
+    return {d["id"] for d in listed.json()["items"]}
 
 
 async def chunk_texts(api: httpx.AsyncClient, bank: str, document: str) -> list[str]:
@@ -121,20 +128,19 @@ async def test_a_full_disk_is_a_clear_error_and_the_stack_heals_when_space_retur
                         assert "Traceback" not in response.text
                 assert refused > 0, "every write was accepted on a full disk"
                 filler.unlink()
-                for _ in range(600):  # the stack heals: a retain goes through again
-                    body = {"items": [item(100)]}
-                    response = await api.post(f"{BASE}/{bank_id}/memories", json=body)
-                    if response.status_code == 200:
-                        break
-                    await asyncio.sleep(0.5)
-                assert response.status_code == 200, response.text
-                for _ in range(600):  # the async writes acknowledged while full finish too
-                    listed = await api.get(f"{BASE}/{bank_id}/documents?limit=100")
-                    stored = {d["id"] for d in listed.json()["items"]}
-                    if set(acked) <= stored:
-                        break
-                    await asyncio.sleep(0.5)
-                assert set(acked) <= stored, sorted(set(acked) - stored)
+                healed = {"items": [item(100)]}
+                await until(  # the stack heals: a retain goes through again
+                    lambda: api.post(f"{BASE}/{bank_id}/memories", json=healed),
+                    lambda response: response.status_code == 200,
+                    "a retain accepted once the disk has room",
+                    every=0.5,
+                )
+                await until(  # the async writes acknowledged while full finish too
+                    lambda: stored_documents(api, bank_id),
+                    lambda stored: set(acked) <= stored,
+                    f"every acknowledged document ({sorted(acked)}) stored",
+                    every=0.5,
+                )
                 for document in acked:  # exactly once: no chunk stored twice
                     texts = await chunk_texts(api, bank_id, document)
                     assert len(texts) == len(set(texts)) > 0, document

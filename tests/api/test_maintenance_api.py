@@ -4,13 +4,13 @@ answer checked against /openapi.json."""
 
 from __future__ import annotations
 
-import asyncio
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
 import httpx
 from support.openapi import check
 from support.operations import finished_operation
+from support.waiting import until
 from support.workers import production_worker
 from temporalio.testing import WorkflowEnvironment
 
@@ -87,17 +87,16 @@ async def test_clearing_one_facts_observations_keeps_the_fact_and_records_the_re
     ]
     response = await api.post(f"{BASE}/{bank_id}/memories", json={"items": items})
     assert response.status_code == 200, response.text
-    async with pool.acquire() as conn:
-        for _ in range(600):
-            row = await conn.fetchrow(
-                "SELECT e.observation_id::text AS obs, e.fact_id::text AS fact"
-                " FROM observation_evidence e WHERE e.bank_id = $1 LIMIT 1",
-                bank_id,
-            )
-            if row is not None:
-                break
-            await asyncio.sleep(0.1)
-    assert row is not None, "consolidation made no observation"
+    row = await until(
+        lambda: pool.fetchrow(
+            "SELECT e.observation_id::text AS obs, e.fact_id::text AS fact"
+            " FROM observation_evidence e WHERE e.bank_id = $1 LIMIT 1",
+            bank_id,
+        ),
+        lambda row: row is not None,
+        "an observation made by consolidation",
+    )
+    assert row is not None
     path = f"{BASE}/{bank_id}/memories/{row['fact']}/observations"
     cleared = check(doc, await api.delete(path))
     assert cleared["deleted_count"] >= 1

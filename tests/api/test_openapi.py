@@ -3,11 +3,10 @@ real answers match it, so the document cannot drift from the code."""
 
 from __future__ import annotations
 
-import asyncio
-
 import httpx
 from openapi_spec_validator import validate
 from support.openapi import check
+from support.operations import completed_operation
 
 BASE = "/v1/default/banks"
 
@@ -78,13 +77,7 @@ async def test_main_routes_answer_as_documented(api: httpx.AsyncClient, bank_id:
     check(doc, await api.get(f"{bank}/operations/{queued['operation_id']}"))
     # Let the async retain finish: deleting doc-1 while doc-2's upsert runs can deadlock on
     # shared entity rows (a retain/delete race outside this issue, reported).
-    status = "pending"
-    for _ in range(600):
-        status = (await api.get(f"{bank}/operations/{queued['operation_id']}")).json()["status"]
-        if status not in ("pending", "processing"):
-            break
-        await asyncio.sleep(0.05)
-    assert status == "completed"
+    await completed_operation(api, bank_id, queued["operation_id"])
     check(doc, await api.get(f"{bank}/operations"))
     check(doc, await api.get(f"{bank}/stats"))
     listed = check(doc, await api.get(f"{bank}/memories/list", params={"tags": "home"}))

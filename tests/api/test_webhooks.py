@@ -3,7 +3,6 @@ signed with HMAC-SHA256, retried when the receiver fails, and recorded as a deli
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import hmac
 import json
@@ -15,7 +14,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from support.openapi import check
+from support.operations import body_of
 from support.serve import serve
+from support.waiting import until
 
 BASE = "/v1/default/banks"
 SECRET = "s3cret"
@@ -39,12 +40,12 @@ class Receiver:
 
 
 async def settled(api: httpx.AsyncClient, path: str) -> dict[str, Any]:
-    for _ in range(400):
-        body: dict[str, Any] = (await api.get(path)).json()
-        if body["items"] and body["items"][0]["status"] != "pending":
-            return body
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"delivery still pending: {body}")
+    return await until(
+        lambda: body_of(api, path),
+        lambda body: body["items"] and body["items"][0]["status"] != "pending",
+        "the delivery settled",
+        every=0.05,
+    )
 
 
 async def test_retain_completion_is_delivered_signed_after_a_retry(

@@ -10,6 +10,7 @@ from hindsight_client import Hindsight
 from hindsight_client_api.exceptions import NotFoundException
 from starlette.applications import Starlette
 from support.serve import serve
+from support.waiting import until
 from temporalio.worker import Worker
 
 
@@ -78,10 +79,11 @@ async def test_async_retain_and_operations(client: Hindsight, bank_id: str) -> N
         bank_id, "Jun adopted a beagle named Pixel.", retain_async=True, operation_id=op
     )
     assert submitted.var_async is True and submitted.operation_id == op
-    for _ in range(300):
-        status = await client.operations.get_operation_status(bank_id, op)
-        if status.status in ("completed", "failed"):
-            break
+    status = await until(
+        lambda: client.operations.get_operation_status(bank_id, op),
+        lambda status: status.status in ("completed", "failed"),
+        f"operation {op} finished",
+    )
     assert status.status == "completed"
     operations = await client.operations.list_operations(bank_id)
     retains = [o.id for o in operations.operations if o.task_type == "retain"]

@@ -3,7 +3,6 @@ trigger patch and a cron), list, get, update, refresh, clear, history and delete
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 
 import pytest
@@ -11,6 +10,7 @@ from hindsight_client import Hindsight
 from hindsight_client_api.exceptions import NotFoundException
 from starlette.applications import Starlette
 from support.serve import serve
+from support.waiting import until
 from temporalio.worker import Worker
 
 
@@ -25,11 +25,12 @@ async def client(app: Starlette, worker: Worker) -> AsyncIterator[Hindsight]:
 
 
 async def finished(client: Hindsight, bank_id: str, operation_id: str) -> str:
-    while True:
-        status = await client.operations.get_operation_status(bank_id, operation_id)
-        if status.status in ("completed", "failed", "cancelled"):
-            return str(status.status)
-        await asyncio.sleep(0.1)
+    status = await until(
+        lambda: client.operations.get_operation_status(bank_id, operation_id),
+        lambda status: status.status in ("completed", "failed", "cancelled"),
+        f"operation {operation_id} finished",
+    )
+    return str(status.status)
 
 
 async def test_mental_model_calls_round_trip(client: Hindsight, bank_id: str) -> None:

@@ -3,10 +3,10 @@ consolidation, read its observations."""
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import httpx
+from support.operations import consolidated
 
 BASE = "/v1/default/banks"
 
@@ -29,16 +29,8 @@ async def status(api: httpx.AsyncClient, bank: str) -> dict[str, Any]:
     return body
 
 
-async def wait_consolidated(api: httpx.AsyncClient, bank: str, timeout: float = 60) -> None:
-    """Until no fact waits and the latest consolidation has finished."""
-    body: dict[str, Any] = {}
-    for _ in range(int(timeout / 0.1)):
-        body = await status(api, bank)
-        if body["pending_facts"] == 0 and body["operation_status"] in ("completed", "failed"):
-            assert body["operation_status"] == "completed", body
-            return
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"consolidation of {bank} did not finish: {body}")
+# Until no fact waits and the latest consolidation has finished (and completed).
+wait_consolidated = consolidated
 
 
 async def observations(api: httpx.AsyncClient, bank: str) -> list[dict[str, Any]]:

@@ -3,7 +3,6 @@ observations, read back through the API."""
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import httpx
@@ -17,6 +16,7 @@ from consolidation_support import (
     wait_consolidated,
 )
 from support.openapi import check
+from support.waiting import until
 
 
 def said(speaker: str, text: str, day: str, document_id: str) -> dict[str, str]:
@@ -219,11 +219,8 @@ async def test_deleting_the_evidence_retracts_the_observation(
         deleted = await api.delete(f"{BASE}/{bank_id}/documents/{document_id}")
         assert deleted.status_code == 200, deleted.text
     assert (await api.post(f"{BASE}/{bank_id}/consolidate")).status_code == 200
-    for _ in range(300):  # the run that repairs it may start after the last one finished
-        if not await observations(api, bank_id):
-            break
-        await asyncio.sleep(0.1)
-    assert await observations(api, bank_id) == []
+    # The run that repairs it may start after the last one finished.
+    await until(lambda: observations(api, bank_id), lambda left: left == [], "no observation left")
     history = await api.get(f"{BASE}/{bank_id}/memories/{observation['id']}/history")
     [retracted] = history.json()
     assert retracted["change"] == "retracted" and "deleted" in retracted["reason"]

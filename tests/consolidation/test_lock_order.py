@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 
 import httpx
 from consolidation_support import configure, retain
+from support.waiting import until
 
 from engine.consolidation.batch import consolidate_local_batch
 from engine.consolidation.encode import text_encoder
@@ -43,14 +44,12 @@ NEW_FACT = "Marco plays tennis with Alice every weekend."
 
 
 async def waiting_on_lock(pool: Pool, pid: int) -> None:
-    for _ in range(600):
-        state = await pool.fetchval(
-            "SELECT wait_event_type FROM pg_stat_activity WHERE pid = $1", pid
-        )
-        if state == "Lock":
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"backend {pid} never waited for a lock")
+    await until(
+        lambda: pool.fetchval("SELECT wait_event_type FROM pg_stat_activity WHERE pid = $1", pid),
+        lambda state: state == "Lock",
+        f"backend {pid} waiting for a lock",
+        every=0.05,
+    )
 
 
 async def stage_linked_document(

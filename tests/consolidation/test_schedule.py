@@ -3,14 +3,19 @@ with facts waiting and consolidates them."""
 
 from __future__ import annotations
 
-import asyncio
 import signal
 from datetime import timedelta
+from typing import Any
 
 import httpx
 from consolidation_support import configure, observations, retain, status
+from support.waiting import until
 from support.workers import worker_process
-from temporalio.client import ScheduleActionStartWorkflow, ScheduleOverlapPolicy
+from temporalio.client import (
+    ScheduleActionStartWorkflow,
+    ScheduleDescription,
+    ScheduleOverlapPolicy,
+)
 from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
 
@@ -45,13 +50,15 @@ async def test_the_sweep_schedule_consolidates_banks_with_a_backlog(
         assert described.schedule.policy.overlap == ScheduleOverlapPolicy.SKIP
 
         await handle.trigger()
-        for _ in range(300):
-            if (await status(api, bank_id))["pending_facts"] == 0 and await observations(
-                api, bank_id
-            ):
-                break
-            await asyncio.sleep(0.1)
-        [observation] = await observations(api, bank_id)
+
+        async def backlog_and_observations() -> tuple[int, list[dict[str, Any]]]:
+            return (await status(api, bank_id))["pending_facts"], await observations(api, bank_id)
+
+        _, [observation] = await until(
+            backlog_and_observations,
+            lambda seen: seen[0] == 0 and seen[1],
+            "the sweep's consolidation: no fact waiting, an observation",
+        )
         assert observation["proof_count"] == 2
         assert (await status(api, bank_id))["operation_status"] in ("running", "completed")
     finally:
@@ -65,15 +72,18 @@ async def test_the_worker_creates_the_schedule_at_start(
     handle = client.get_schedule_handle(sweep_schedule_id(settings.task_queue))
     with worker_process(settings, temporal_env) as process:
         try:
-            described = None
-            for _ in range(600):
+
+            async def described_schedule() -> ScheduleDescription | None:
                 try:
-                    described = await handle.describe()
-                    break
+                    return await handle.describe()
                 except RPCError:
                     assert process.poll() is None, "the worker exited"
-                    await asyncio.sleep(0.1)
-            assert described is not None, "no schedule after the worker started"
+                    return None
+
+            described = await until(
+                described_schedule, lambda d: d is not None, "the schedule the worker creates"
+            )
+            assert described is not None
             assert described.schedule.spec.intervals[0].every == timedelta(minutes=10)
         finally:
             process.send_signal(signal.SIGTERM)  # may still be starting up: not its exit code

@@ -3,7 +3,6 @@ facts of an undisturbed import, none missing and none doubled."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -11,6 +10,7 @@ from typing import Any
 import httpx
 import pytest
 from support.operations import finished_import
+from support.waiting import until
 from support.workers import kill, production_worker, stores_held, worker_process
 from temporalio.testing import WorkflowEnvironment
 
@@ -75,13 +75,13 @@ async def test_a_worker_killed_mid_import_is_replaced_and_nothing_is_lost_or_dou
             response = await plain_api.post(f"{BASE}/{bank_id}/import", json={"content": content})
             assert response.status_code == 202, response.text
             operation_id = response.json()["operation_id"]
-            staged = 0
-            while staged == 0:  # until the worker has extracted facts; none can be stored
-                await asyncio.sleep(0.1)
-                async with pool.acquire() as conn:
-                    staged = await conn.fetchval(
-                        "SELECT count(*) FROM staged_facts WHERE operation_id = $1", operation_id
-                    )
+            await until(  # the worker has extracted facts; none can be stored
+                lambda: pool.fetchval(
+                    "SELECT count(*) FROM staged_facts WHERE operation_id = $1", operation_id
+                ),
+                lambda staged: staged > 0,
+                "facts staged by the worker to be killed",
+            )
             kill(victim)
         progress = (await status(plain_api, operation_id))["progress"]
         assert progress["documents_done"] == 0, progress

@@ -4,10 +4,10 @@ versions a fact; feedback moves importance within bounds."""
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import httpx
+from support.operations import consolidated
 
 from engine.db import Pool
 
@@ -34,17 +34,6 @@ async def retain(api: httpx.AsyncClient, bank: str, items: list[dict[str, Any]])
         listed = await api.get(f"{BASE}/{bank}/memories/list", params={"document_id": document_id})
         ids += [item["id"] for item in listed.json()["items"]]
     return ids
-
-
-async def wait_consolidated(api: httpx.AsyncClient, bank: str) -> None:
-    body: dict[str, Any] = {}
-    for _ in range(600):
-        body = (await api.get(f"{BASE}/{bank}/consolidation")).json()
-        if body["pending_facts"] == 0 and body["operation_status"] in ("completed", "failed"):
-            assert body["operation_status"] == "completed", body
-            return
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"consolidation of {bank} did not finish: {body}")
 
 
 async def rows_mentioning(pool: Pool, needle: str) -> dict[str, int]:
@@ -78,7 +67,7 @@ async def test_forget_leaves_no_trace_and_stays_forgotten(
     api: httpx.AsyncClient, pool: Pool, bank_id: str
 ) -> None:
     await retain(api, bank_id, [DOCUMENT])
-    await wait_consolidated(api, bank_id)
+    await consolidated(api, bank_id)
     needle = SECRET.lower()[:7]  # also catches the stemmed BM25 term
     before = await rows_mentioning(pool, needle)
     assert "public.memory_units" in before and "public.chunks" in before, before

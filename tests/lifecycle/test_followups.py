@@ -4,10 +4,11 @@ model that cited a forgotten fact is refreshed without it (no LLM: the local pat
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import httpx
+from support.operations import body_of, consolidated
+from support.waiting import until
 
 from engine.db import Pool
 
@@ -21,16 +22,6 @@ async def retain(api: httpx.AsyncClient, bank: str, text: str, day: str, doc: st
     listed = await api.get(f"{BASE}/{bank}/memories/list", params={"document_id": doc})
     [fact] = listed.json()["items"]
     return str(fact["id"])
-
-
-async def consolidated(api: httpx.AsyncClient, bank: str) -> None:
-    """Until no fact waits for consolidation and the latest run has finished."""
-    while True:
-        body = (await api.get(f"{BASE}/{bank}/consolidation")).json()
-        if body["pending_facts"] == 0 and body["operation_status"] in ("completed", "failed"):
-            assert body["operation_status"] == "completed", body
-            return
-        await asyncio.sleep(0.1)
 
 
 async def observations(api: httpx.AsyncClient, bank: str) -> list[dict[str, Any]]:
@@ -89,10 +80,7 @@ async def test_a_model_citing_a_forgotten_fact_is_refreshed_without_it(
     created = await api.post(f"{BASE}/{bank_id}/mental-models", json=body)
     assert created.status_code == 200, created.text
     url = f"{BASE}/{bank_id}/mental-models/stack"
-    model: dict[str, Any] = {}
-    while not model.get("content"):
-        model = (await api.get(url)).json()
-        await asyncio.sleep(0.1)
+    model = await until(lambda: body_of(api, url), lambda m: m["content"], "the model written")
     assert postgres in [e["id"] for e in model["based_on"]]
 
     forgotten = await api.delete(f"{BASE}/{bank_id}/memories/{postgres}")
@@ -100,9 +88,6 @@ async def test_a_model_citing_a_forgotten_fact_is_refreshed_without_it(
     assert forgotten.json()["mental_models_affected"] == ["stack"]
     # The erasure emptied the model; the refresh it asked for writes it again without the fact.
     # (Without the refresh the content stays empty and the test times out.)
-    model = (await api.get(url)).json()
-    while not model["content"]:
-        await asyncio.sleep(0.1)
-        model = (await api.get(url)).json()
+    model = await until(lambda: body_of(api, url), lambda m: m["content"], "the model rewritten")
     assert postgres not in [e["id"] for e in model["based_on"]]
     assert "Postgres" not in model["content"]

@@ -7,11 +7,11 @@ import dataclasses
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
-from typing import Any
 
 import asyncpg
 import httpx
 import pytest
+from support.operations import consolidated
 from temporalio.testing import WorkflowEnvironment
 
 from engine.db import create_pool
@@ -54,13 +54,7 @@ async def table_digests(dsn: str) -> dict[str, tuple[int, str]]:
 async def settled(api: httpx.AsyncClient, bank: str) -> None:
     """Until the consolidation the retain asked for has run: the backup must see a bank at
     rest, or the comparison would race the worker."""
-    body: dict[str, Any] = {}
-    for _ in range(600):
-        body = (await api.get(f"{BASE}/{bank}/consolidation")).json()
-        if body["pending_facts"] == 0 and body["operation_status"] == "completed":
-            return
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"consolidation of {bank} did not finish: {body}")
+    await consolidated(api, bank)
 
 
 async def recall_ids(api: httpx.AsyncClient, bank: str) -> list[str]:

@@ -4,7 +4,6 @@ and reflect, driven by the scripted model through the API, cites that observatio
 
 from __future__ import annotations
 
-import asyncio
 import json
 import uuid
 from collections.abc import AsyncIterator
@@ -16,6 +15,7 @@ import httpx
 from prometheus_client import CollectorRegistry
 from reflect_support import BASE, reflect, retain, said
 from support.fake_openai import FakeOpenAI, Spec, ToolCall, ToolCalls
+from support.operations import consolidated
 from temporalio.testing import WorkflowEnvironment
 
 from engine.db import Pool
@@ -28,16 +28,6 @@ from worker.main import WorkerServices, build_worker
 from worker.metrics import ActivityMetrics, MetricsInterceptor
 
 QUESTION = "Is Alice comfortable with async Python?"
-
-
-async def wait_consolidated(api: httpx.AsyncClient, bank: str) -> None:
-    for _ in range(600):
-        body = (await api.get(f"{BASE}/{bank}/consolidation")).json()
-        if body["pending_facts"] == 0 and body["operation_status"] in ("completed", "failed"):
-            assert body["operation_status"] == "completed", body
-            return
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"consolidation of {bank} did not finish")
 
 
 @asynccontextmanager
@@ -99,11 +89,11 @@ async def test_reflect_cites_the_single_updated_observation(
     [week1] = await retain(
         api, bank_id, [said("Alice", "I struggle with async Python.", "2024-01-02", "week-1")]
     )
-    await wait_consolidated(api, bank_id)
+    await consolidated(api, bank_id)
     [week3] = await retain(
         api, bank_id, [said("Alice", "I wrote async database calls today.", "2024-01-16", "week-3")]
     )
-    await wait_consolidated(api, bank_id)
+    await consolidated(api, bank_id)
     listed = await api.get(f"{BASE}/{bank_id}/memories/list", params={"type": "observation"})
     [observation] = listed.json()["items"]
     assert "growing comfortable with async Python" in observation["text"]

@@ -14,6 +14,8 @@ import httpx
 import pytest
 from reflect_support import BASE, configure, retain, said
 from support.fake_openai import FakeOpenAI, Reply, Spec, ToolCall, ToolCalls
+from support.operations import body_of
+from support.waiting import until
 
 from engine.settings import LLMSettings
 
@@ -47,14 +49,12 @@ async def test_the_steps_of_a_question_can_be_read_while_it_runs(
     body = {"query": "Where does Kai surf?", "request_id": "console-q-0001"}
     asking = asyncio.create_task(api.post(f"{BASE}/{bank_id}/reflect", json=body))
     try:
-        steps: dict[str, Any] = {}
-        for _ in range(600):
-            response = await api.get(f"{BASE}/{bank_id}/reflect/console-q-0001")
-            assert response.status_code == 200, response.text
-            steps = response.json()
-            if steps["tool_calls"]:
-                break
-            await asyncio.sleep(0.05)
+        steps = await until(
+            lambda: body_of(api, f"{BASE}/{bank_id}/reflect/console-q-0001"),
+            lambda steps: steps["tool_calls"],
+            "the first tool call shown",
+            every=0.05,
+        )
         assert steps["status"] == "running"
         [recalled] = steps["tool_calls"]
         assert recalled["tool"] == "recall" and recalled["input"]["query"] == "Kai surf"

@@ -4,7 +4,6 @@ without the codec is found by the same search (so the search can fail)."""
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import binascii
 import contextlib
@@ -20,6 +19,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 from support.payload_key import TEST_CONVERTER
 from support.serve import free_port
+from support.waiting import until
 from temporalio.client import Client
 from temporalio.contrib.pydantic import pydantic_data_converter
 
@@ -66,15 +66,20 @@ def _strings(value: Any) -> Iterator[str]:
 async def _http_api_text(ui: str) -> str:
     """The workflows and their histories as Temporal's HTTP API (behind the UI) serves them."""
     async with httpx.AsyncClient(base_url=ui, timeout=10) as http:
-        for _ in range(100):  # the UI server starts a little after the frontend
+
+        async def listing() -> httpx.Response | None:
             try:
-                listed = await http.get("/api/v1/namespaces/default/workflows")
-                if listed.status_code == 200:
-                    break
+                return await http.get("/api/v1/namespaces/default/workflows")
             except httpx.TransportError:
-                pass
-            await asyncio.sleep(0.2)
-        assert listed.status_code == 200, listed.text
+                return None
+
+        listed = await until(  # the UI server starts a little after the frontend
+            listing,
+            lambda listed: listed is not None and listed.status_code == 200,
+            "Temporal's HTTP API listing the workflows",
+            every=0.2,
+        )
+        assert listed is not None
         documents: list[Any] = [listed.json()]
         for execution in listed.json().get("executions", []):
             workflow_id = execution["execution"]["workflowId"]
