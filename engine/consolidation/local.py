@@ -37,6 +37,7 @@ from engine.consolidation.store import (
     Evidence,
     Origin,
     PriorVersion,
+    Trends,
     absorb_observation,
     add_evidence,
     insert_observation,
@@ -145,6 +146,7 @@ class LocalConsolidator:
         self.tally = tally or Tally()
         self._origin: Origin = origin
         self._prefetch = prefetch
+        self._trends = Trends()
         self._candidates = BatchCandidates(
             conn,
             bank_id,
@@ -184,6 +186,7 @@ class LocalConsolidator:
             self._candidates.take(fact)
             await self._consolidate_one(fact, claims[fact.id])
         await self._candidates.finish()
+        await self._trends.write(self._conn)
         return self.tally
 
     async def _add_evidence(self, observation_id: str, evidence: Sequence[Evidence]) -> None:
@@ -198,7 +201,12 @@ class LocalConsolidator:
             await self._revise(fact, claim, contradicted)
         elif supported is not None:
             refreshed = await reinforce_observation(
-                self._conn, self._bank, supported.id, [Evidence(fact.id, fact.text)], self._as_of
+                self._conn,
+                self._bank,
+                supported.id,
+                [Evidence(fact.id, fact.text)],
+                self._as_of,
+                trends=self._trends,
             )
             self._candidates.used([fact.id])
             self._candidates.reinforced(supported, fact.scope, refreshed)
@@ -233,7 +241,9 @@ class LocalConsolidator:
             reason=f"contradicted by a newer fact ({relation.reason})",
             fact_ids=[fact.id],
         )
-        await refresh_observation(self._conn, self._bank, target.id, self._as_of)
+        await refresh_observation(
+            self._conn, self._bank, target.id, self._as_of, trends=self._trends
+        )
         self.tally.updated += 1
         for other, other_relation in contradicted[1:]:
             if other.event_at <= fact.event_at:
@@ -245,6 +255,7 @@ class LocalConsolidator:
                     reason=f"contradicted by a newer fact ({other_relation.reason})",
                     stance="superseded",
                     as_of=self._as_of,
+                    trends=self._trends,
                 )
                 self._candidates.wrote([other.id])
                 self.tally.merged += 1
@@ -299,6 +310,7 @@ class LocalConsolidator:
             origin=self._origin,
             evidence=evidence,
             as_of=self._as_of,
+            trends=self._trends,
             prior=PriorVersion(
                 timeless(old.text),
                 f"contradicted by a newer fact ({relation.reason})",
@@ -343,6 +355,7 @@ class LocalConsolidator:
             evidence=evidence,
             as_of=self._as_of,
             tokens_of=reused,
+            trends=self._trends,
         )
         self._candidates.used(e.fact_id for e in evidence)
         self.tally.created += 1
@@ -359,6 +372,8 @@ class LocalConsolidator:
         )
 
     async def _merge(self, current: Current) -> None:
-        kept, absorbed = await merge_near_duplicates(self._conn, self._bank, current, self._as_of)
+        kept, absorbed = await merge_near_duplicates(
+            self._conn, self._bank, current, self._as_of, trends=self._trends
+        )
         self._candidates.wrote([current.id, kept, *absorbed])
         self.tally.merged += len(absorbed)

@@ -17,7 +17,7 @@ from numpy.typing import NDArray
 from engine.consolidation.candidates import near_observations
 from engine.consolidation.claims import Claim
 from engine.consolidation.relations import relate
-from engine.consolidation.store import Stance, absorb_observation
+from engine.consolidation.store import Stance, Trends, absorb_observation
 from engine.consolidation.thresholds import MERGE_SIMILARITY
 from engine.db import Connection
 
@@ -39,7 +39,12 @@ class Current:
 
 
 async def merge_near_duplicates(
-    conn: Connection, bank_id: str, current: Current, as_of: datetime
+    conn: Connection,
+    bank_id: str,
+    current: Current,
+    as_of: datetime,
+    *,
+    trends: Trends | None = None,
 ) -> tuple[str, list[str]]:
     """Fold near-duplicates of `current` together; returns the surviving id and the ids of
     the observations absorbed."""
@@ -76,7 +81,7 @@ async def merge_near_duplicates(
             reason = f"near-duplicate (cosine {other.similarity:.3f})"
             stance = None
         await absorb_observation(
-            conn, bank_id, keep, drop, reason=reason, stance=stance, as_of=as_of
+            conn, bank_id, keep, drop, reason=reason, stance=stance, as_of=as_of, trends=trends
         )
         absorbed.append(drop)
         if keep != current.id:

@@ -58,8 +58,12 @@ LIMIT $7
 # nearest facts of the bank; a supporting fact (>= JOIN_SIMILARITY) or a contradicting one
 # (claims matched, ~0.6) is among the nearest in practice (docs/benchmarks.md, "Entity
 # resolution and consolidation on a skewed journal").
+# 200 until the HNSW scan was a third of PostgreSQL's consolidation time at 100,000 facts; 100
+# reads ~35% fewer buffers in that statement, and the 10,000-fact journal's 1,096 observations
+# came out identical row by row (docs/benchmarks.md, "Fewer round trips and a narrower peer
+# scan"). It must stay above PEER_FACTS + prefetch.py's MARGIN, which the scan needs anyway.
 PEER_SCAN_MENTIONS = 400
-PEER_NEAREST = 200
+PEER_NEAREST = 100
 # Everything the peer filter and the answer need is read in the scan, so nothing joins back
 # to memory_units: with sorting off, the planner answered such a join with a second HNSW scan
 # carrying every filter (2,000+ tuples, 70 ms instead of ~5).

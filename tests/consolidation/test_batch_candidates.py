@@ -5,7 +5,7 @@ one fact at a time, in fewer statements."""
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
@@ -15,6 +15,7 @@ from consolidation_support import configure, retain
 from engine.consolidation.candidates import pending_facts
 from engine.consolidation.encode import text_encoder
 from engine.consolidation.local import LocalConsolidator, Tally
+from engine.consolidation.store import refresh_observation
 from engine.db import Connection, Pool
 from engine.embedding import Embedder
 
@@ -105,3 +106,34 @@ async def test_a_batch_read_at_once_makes_what_one_fact_at_a_time_makes(
     assert at_once[1] == made
     assert at_once[3] == marked
     assert at_once[2] < statements
+
+
+_FRESHNESS = """
+SELECT o.observation_id::text, o.first_evidence_at, o.last_evidence_at, o.trend
+FROM observations o WHERE o.bank_id = $1 ORDER BY 1
+"""
+
+
+async def test_a_batchs_trends_written_at_its_end_are_what_each_change_wrote(
+    api: httpx.AsyncClient, pool: Pool, bank_id: str, embedder: Embedder, cpu: ThreadPoolExecutor
+) -> None:
+    await configure(api, bank_id, enable_observations=False)
+    start = datetime(2024, 3, 1, 10, tzinfo=UTC)
+    items = [
+        {"content": f"{who}: {line}", "timestamp": (start + timedelta(days=3 * n)).isoformat()}
+        for n, (who, line) in enumerate(LINES)
+    ]
+    await retain(api, bank_id, items)
+    encoder = text_encoder(embedder, cpu)
+    async with pool.acquire() as conn, conn.transaction():
+        facts = await pending_facts(conn, bank_id, len(LINES) * 2, lock=True)
+        as_of = max(f.event_at for f in facts)
+        tally = await LocalConsolidator(conn, bank_id, encoder, as_of).consolidate(facts)
+        assert tally.created >= 2 and tally.reinforced >= 1, tally
+        batched = [tuple(r) for r in await conn.fetch(_FRESHNESS, bank_id)]
+        # each observation refreshed again on its own, its trend written at once
+        for observation_id, *_ in batched:
+            await refresh_observation(conn, bank_id, observation_id, as_of)
+        assert [tuple(r) for r in await conn.fetch(_FRESHNESS, bank_id)] == batched
+        assert all(first is not None and last is not None for _, first, last, _ in batched)
+        assert {trend for *_, trend in batched} - {"new"}, batched
