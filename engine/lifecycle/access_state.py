@@ -25,19 +25,36 @@ STRENGTH = "coalesce(1 - (1 - m.strength) * fa.keep, m.strength)"
 ACCESS_COUNT = "m.access_count + coalesce(fa.accesses, 0)"
 LAST_ACCESSED = "greatest(m.last_accessed_at, fa.last_accessed_at)"
 
-# Side rows another transaction holds (a flush) are left for the next fold rather than waited
-# for: a fold never waits on a flush. Taken in id order, as a flush takes them.
-_FOLD = """
-WITH taken AS (
+
+def folding(bank: str, which: str) -> str:
+    """The CTEs `taken` and `folded` for a statement that folds side rows into the facts it
+    writes: the side rows of bank `bank` (a parameter) matching `which`, taken in id order, as
+    a flush takes them, and deleted; `folded` returns (fact_id, accesses, last_accessed_at,
+    keep). Side rows another transaction holds (a flush) are left for the next fold rather
+    than waited for: a fold never waits on a flush, whatever else its transaction holds."""
+    return f"""taken AS (
     SELECT fact_id FROM fact_access
-    WHERE bank_id = $1 AND {which}
+    WHERE bank_id = {bank} AND {which}
     ORDER BY fact_id
     FOR UPDATE SKIP LOCKED
 ), folded AS (
     DELETE FROM fact_access f USING taken t
-    WHERE f.bank_id = $1 AND f.fact_id = t.fact_id
+    WHERE f.bank_id = {bank} AND f.fact_id = t.fact_id
     RETURNING f.fact_id, f.accesses, f.last_accessed_at, f.keep
-)
+)"""
+
+
+def id_range(after: str, upto: str) -> str:
+    """Fact ids in (after, upto], two uuid parameters, either NULL for an open end."""
+    return (
+        f"({after}::uuid IS NULL OR fact_id > {after})"
+        f" AND ({upto}::uuid IS NULL OR fact_id <= {upto})"
+    )
+
+
+def _fold(which: str) -> str:
+    return f"""
+WITH {folding("$1", which)}
 UPDATE memory_units m SET
     access_count = m.access_count + f.accesses,
     last_accessed_at = greatest(m.last_accessed_at, f.last_accessed_at),
@@ -45,10 +62,10 @@ UPDATE memory_units m SET
 FROM folded f
 WHERE m.bank_id = $1 AND m.id = f.fact_id
 """
-_FOLD_IDS = _FOLD.format(which="fact_id = ANY($2::uuid[])")
-_FOLD_RANGE = _FOLD.format(
-    which="($2::uuid IS NULL OR fact_id > $2) AND ($3::uuid IS NULL OR fact_id <= $3)"
-)
+
+
+_FOLD_IDS = _fold("fact_id = ANY($2::uuid[])")
+_FOLD_RANGE = _fold(id_range("$2", "$3"))
 
 # In id order, as a flush takes them, so a deletion and a flush never deadlock.
 _FORGET = """

@@ -47,7 +47,7 @@ from typing import Any
 
 from engine.consolidation.store import retract_observation
 from engine.db import Connection
-from engine.lifecycle.access_state import fold, fold_range
+from engine.lifecycle.access_state import fold, fold_range, folding, id_range
 from engine.lifecycle.detect import claim_of
 from engine.lifecycle.importance import BASE as NEUTRAL_IMPORTANCE
 from engine.lifecycle.payloads import BATCH_SIZE
@@ -66,18 +66,8 @@ FOR UPDATE
 # row version each: folding first and decaying after, a fact accessed since the last run
 # would be written twice, and on a page with room for one more version the second would go
 # through every index, HNSW included. Side rows a flush holds are left for the next run.
-_FOLD_AND_DECAY = """
-WITH taken AS (
-    SELECT fact_id FROM fact_access
-    WHERE bank_id = $1 AND ($7::uuid IS NULL OR fact_id > $7)
-      AND ($8::uuid IS NULL OR fact_id <= $8)
-    ORDER BY fact_id
-    FOR UPDATE SKIP LOCKED
-), folded AS (
-    DELETE FROM fact_access f USING taken t
-    WHERE f.bank_id = $1 AND f.fact_id = t.fact_id
-    RETURNING f.fact_id, f.accesses, f.last_accessed_at, f.keep
-), due AS (
+_FOLD_AND_DECAY = f"""
+WITH {folding("$1", id_range("$7", "$8"))}, due AS (
     SELECT id FROM memory_units
     WHERE bank_id = $1 AND id = ANY($2::uuid[]) AND state = 'active'
       AND coalesce(decayed_at, greatest(mentioned_at, created_at)) < $4
