@@ -23,7 +23,7 @@ from engine.consolidation.encode import EncodedText
 from engine.consolidation.freshness import Trend, freshness_trend
 from engine.db import Connection
 from engine.errors import NotFound
-from engine.lifecycle.access_state import fold
+from engine.lifecycle.access_state import folding
 from engine.store.backlog import take_off_backlog
 from engine.text import term_frequencies
 
@@ -111,8 +111,10 @@ _TOTAL_TERMS = "UPDATE bank_stats SET total_terms = total_terms + $2 WHERE bank_
 # they touch disjoint rows. The evidence times come back for the freshness trend, which is
 # computed in Python; the first and last of them are written here (the trend's own update
 # was one more round trip a reinforcement: 61,540 at 100,000 facts, see `Trends`).
-_REINFORCE = """
-WITH written AS (
+_REINFORCE = (
+    "WITH "
+    + folding("$2", "fact_id = $1")
+    + """, written AS (
     INSERT INTO observation_evidence AS e (observation_id, fact_id, bank_id, quote, stance,
                                            evidence_at)
     SELECT $1, f.id, $2, n.quote, n.stance,
@@ -145,7 +147,15 @@ WITH written AS (
                               updated_at = now(),
                               -- an observation is as important as its most important evidence
                               importance = coalesce(s.importance, u.importance),
-                              strength = greatest(u.strength, coalesce(s.importance, u.importance))
+                              -- recall's pending accesses folded in first (access_state.py)
+                              access_count = u.access_count
+                                             + coalesce((SELECT accesses FROM folded), 0),
+                              last_accessed_at = greatest(u.last_accessed_at,
+                                  (SELECT last_accessed_at FROM folded)),
+                              strength = greatest(
+                                  coalesce(1 - (1 - u.strength) * (SELECT keep FROM folded),
+                                           u.strength),
+                                  coalesce(s.importance, u.importance))
     FROM support s
     WHERE u.id = $1
 ), dropped AS (
@@ -163,6 +173,7 @@ WITH written AS (
 )
 SELECT n, times, array(SELECT entity_id::text FROM named ORDER BY 1) AS entity_ids FROM support
 """
+)
 _TREND = "UPDATE observations SET trend = $2 WHERE observation_id = $1"
 _TRENDS = """
 UPDATE observations o SET trend = t.trend
@@ -449,9 +460,8 @@ async def reinforce_observation(
     trends: Trends | None = None,
 ) -> Refreshed:
     """`add_evidence` then `refresh_observation`: one statement, and the trend's update (or
-    noted in `trends`, for the caller to write); after recall's pending accesses of the
-    observation are folded in (its strength is raised below)."""
-    await fold(conn, bank_id, [observation_id])
+    noted in `trends`, for the caller to write); recall's pending accesses of the
+    observation are folded in by the same statement, before its strength is raised."""
     support = await conn.fetchrow(
         _REINFORCE,
         observation_id,

@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
+import pytest
 from asyncpg.connection import LoggedQuery
 from consolidation_support import configure, retain
 
@@ -18,6 +19,7 @@ from engine.consolidation.local import LocalConsolidator, Tally
 from engine.consolidation.store import refresh_observation
 from engine.db import Connection, Pool
 from engine.embedding import Embedder
+from engine.lifecycle.access import reinforce
 
 LINES = [
     ("Marco", "I play tennis every weekend."),
@@ -137,3 +139,44 @@ async def test_a_batchs_trends_written_at_its_end_are_what_each_change_wrote(
         assert [tuple(r) for r in await conn.fetch(_FRESHNESS, bank_id)] == batched
         assert all(first is not None and last is not None for _, first, last, _ in batched)
         assert {trend for *_, trend in batched} - {"new"}, batched
+
+
+async def test_refreshing_an_observation_folds_in_its_pending_accesses_first(
+    api: httpx.AsyncClient, pool: Pool, bank_id: str, embedder: Embedder, cpu: ThreadPoolExecutor
+) -> None:
+    await configure(api, bank_id, enable_observations=False)
+    start = datetime(2024, 3, 1, 10, tzinfo=UTC)
+    items = [
+        {"content": f"{who}: {line}", "timestamp": (start + timedelta(days=n)).isoformat()}
+        for n, (who, line) in enumerate(LINES)
+    ]
+    await retain(api, bank_id, items)
+    encoder = text_encoder(embedder, cpu)
+    async with pool.acquire() as conn, conn.transaction():
+        facts = await pending_facts(conn, bank_id, len(LINES) * 2, lock=True)
+        as_of = max(f.event_at for f in facts)
+        await LocalConsolidator(conn, bank_id, encoder, as_of).consolidate(facts)
+        row = await conn.fetchrow(
+            "SELECT id::text AS id, strength, access_count FROM memory_units"
+            " WHERE bank_id = $1 AND fact_type = 'observation' ORDER BY importance LIMIT 1",
+            bank_id,
+        )
+        assert row is not None
+        # recall returned the observation three times since the lifecycle last ran
+        seen = datetime(2024, 6, 1, tzinfo=UTC)
+        assert await reinforce(conn, bank_id, {row["id"]: 3}, seen, 0.2) == 1
+        await refresh_observation(conn, bank_id, row["id"], as_of)
+        after = await conn.fetchrow(
+            "SELECT strength, access_count, last_accessed_at, importance FROM memory_units"
+            " WHERE id = $1",
+            row["id"],
+        )
+        assert after is not None
+        pending = await conn.fetchval(
+            "SELECT count(*) FROM fact_access WHERE bank_id = $1", bank_id
+        )
+    assert pending == 0
+    assert after["access_count"] == row["access_count"] + 3
+    assert after["last_accessed_at"] == seen
+    reinforced = 1 - (1 - row["strength"]) * 0.8**3
+    assert after["strength"] == pytest.approx(max(reinforced, after["importance"]))
