@@ -26,8 +26,12 @@ _BANK += "::float8 AS n)"
 _FRONTIER = "frontier AS (SELECT * FROM unnest($4::uuid[], $5::float8[]) AS s(id, w))"
 
 
-def _specificity(count: str) -> str:
-    return f"ln((bank.n + 1) / ({count} + 0.5)) / ln(bank.n + 2)"
+def specificity_sql(count: str) -> str:
+    """Parenthesised: `w * ln(a) / ln(b)` parses as `(w * ln(a)) / ln(b)`, whose rounding can
+    differ from the walk in memory's `w * (ln(a) / ln(b))`, and two entities or terms that tie
+    in one (a rare term then a common one, or the other way round) then ranked apart in the
+    other."""
+    return f"(ln((bank.n + 1) / ({count} + 0.5)) / ln(bank.n + 2))"
 
 
 def named_sql(tags_match: TagsMatch, states: tuple[str, ...] = ACTIVE) -> str:
@@ -37,7 +41,7 @@ def named_sql(tags_match: TagsMatch, states: tuple[str, ...] = ACTIVE) -> str:
     return f"""
 WITH {_BANK},
 named AS (
-    SELECT e.id, e.canonical_name, {_specificity("e.mention_count")} AS specificity
+    SELECT e.id, e.canonical_name, {specificity_sql("e.mention_count")} AS specificity
     FROM bank, entities e
     WHERE e.id IN (SELECT id FROM entities WHERE bank_id = $1
                    AND normalized_name = ANY($4::text[])
@@ -89,24 +93,24 @@ WITH {_FRONTIER}, {_BANK},
 entity AS (
     SELECT ue.entity_id, e.canonical_name, max(s.w) AS w,
            (array_agg(s.id ORDER BY s.w DESC, s.id))[1] AS source,
-           {_specificity("e.mention_count")} AS specificity
+           {specificity_sql("e.mention_count")} AS specificity
     FROM bank, frontier s
     JOIN unit_entities ue ON ue.unit_id = s.id
     JOIN entities e ON e.id = ue.entity_id
     WHERE e.mention_count <= $9
     GROUP BY ue.entity_id, e.canonical_name, e.mention_count, bank.n
-    ORDER BY max(s.w) * {_specificity("e.mention_count")} DESC, ue.entity_id
+    ORDER BY max(s.w) * {specificity_sql("e.mention_count")} DESC, ue.entity_id
     LIMIT $10
 ),
 term AS (
     SELECT t.term, max(s.w) AS w, (array_agg(s.id ORDER BY s.w DESC, s.id))[1] AS source,
-           {_specificity("st.df")} AS specificity
+           {specificity_sql("st.df")} AS specificity
     FROM bank, frontier s
     JOIN memory_terms t ON t.unit_id = s.id
     JOIN bank_term_stats st ON st.bank_id = $1 AND st.term = t.term
     WHERE st.df BETWEEN 2 AND $12 AND t.term !~ '^[0-9]+$'
     GROUP BY t.term, st.df, bank.n
-    ORDER BY max(s.w) * {_specificity("st.df")} DESC, t.term
+    ORDER BY max(s.w) * {specificity_sql("st.df")} DESC, t.term
     LIMIT $13
 )
 SELECT m.id::text AS id, s.id::text AS source, l.link_type AS label, l.link_type AS kind,

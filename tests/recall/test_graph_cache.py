@@ -22,6 +22,7 @@ from engine.recall.config import RecallConfig
 from engine.recall.graph import GraphWalk, graph_work
 from engine.recall.graph_cache import ChangePruner, GraphCache, graph_cache_for
 from engine.recall.graph_memory import BankGraph
+from engine.recall.graph_sql import specificity_sql
 from engine.recall.graph_types import GraphWork, Step
 from engine.recall.names import name_keys
 from engine.recall.query import embed_query
@@ -93,6 +94,35 @@ async def test_the_cached_walk_takes_the_sql_walks_steps(
                     compared += len(sql.strength)
     assert compared > 500  # the walks reached facts to compare
     await cache.close()
+
+
+async def test_the_statements_weigh_an_entity_or_term_as_the_walk_in_memory_does(
+    recall_pool: Pool, cpu: ThreadPoolExecutor, banks: Banks
+) -> None:
+    # Which entities and terms a hop expands is an ORDER BY on weight x specificity, ties by
+    # id or term: a fact reached by a rare term then a common one ties with one reached the
+    # other way round, so the two walks agree only if the products round alike. The
+    # statement once computed (w * ln(a)) / ln(b), the walk in memory w * (ln(a) / ln(b)).
+    cache = graph_cache_for(RecallConfig(), recall_pool, cpu, 64 * 2**20)
+    graph = await cache.read(banks.main)
+    assert graph is not None
+    await cache.close()
+    weights = np.random.default_rng(7).random(400).tolist()
+    counts = [float(c) for c in range(1, 61)]
+    pairs = [(w, c) for w in weights for c in counts]
+    async with recall_pool.acquire() as conn:
+        products = await conn.fetchval(
+            f"SELECT array_agg(p.w * {specificity_sql('p.c')} ORDER BY p.i)"
+            " FROM (SELECT $3::float8 AS n) bank,"
+            " unnest($1::float8[], $2::float8[]) WITH ORDINALITY AS p(w, c, i)",
+            [w for w, _ in pairs],
+            [c for _, c in pairs],
+            graph.read.unit_count,
+        )
+    differ = [
+        (w, c) for (w, c), p in zip(pairs, products, strict=True) if p != w * graph.specificity(c)
+    ]
+    assert not differ, f"{len(differ)} of {len(pairs)} products differ, as {differ[0]}"
 
 
 class _Reversed(BankGraph):
