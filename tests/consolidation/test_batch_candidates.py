@@ -110,6 +110,47 @@ async def test_a_batch_read_at_once_makes_what_one_fact_at_a_time_makes(
     assert at_once[2] < statements
 
 
+# An older fact no observation uses (the first batch), then two new ones like it (the second):
+# the first of them takes it as a peer, and the observation they make states the shorter
+# "every Saturday", which "every morning" is too unlike to support (0.87 < JOIN_SIMILARITY),
+# though it is like the older fact (0.93). Its peers, read as its batch started, still list
+# that fact; evidence now, it must be no peer any more.
+_USED_PEER = [
+    ("Marco", "I play tennis every Saturday morning."),
+    ("Lena", "I am learning Spanish."),
+    ("Sam", "I have two kids."),
+    ("Priya", "I work as a nurse."),
+    ("Ivo", "I collect vintage postcards."),
+    ("Dana", "I adopted a kitten."),
+    ("Zelda", "I grow tomatoes on my balcony."),
+    ("Marco", "I play tennis every Saturday."),
+    ("Marco", "I play tennis every morning."),
+]
+
+
+async def test_a_peer_that_became_evidence_in_the_batch_is_no_peer_for_the_facts_after_it(
+    api: httpx.AsyncClient, pool: Pool, bank_id: str, embedder: Embedder, cpu: ThreadPoolExecutor
+) -> None:
+    await configure(api, bank_id, enable_observations=False)
+    start = datetime(2024, 3, 1, 10, tzinfo=UTC)
+    items = [
+        {"content": f"{who}: {line}", "timestamp": start.replace(day=1 + n).isoformat()}
+        for n, (who, line) in enumerate(_USED_PEER)
+    ]
+    ids = await retain(api, bank_id, items)
+    assert len(ids) == len(_USED_PEER)
+    encoder = text_encoder(embedder, cpu)
+    async with pool.acquire() as conn:
+        one_by_one = await _consolidate(conn, bank_id, encoder, prefetch=False)
+        at_once = await _consolidate(conn, bank_id, encoder, prefetch=True)
+    tally, made, _, _ = one_by_one
+    tennis = [m for m in made if "tennis" in m[0]]
+    assert len(tennis) == 1, made  # "every morning" is in none: its only peer was used
+    assert tennis[0][0] == "Marco plays tennis every Saturday." and tennis[0][1] == 2, tennis
+    assert at_once[0] == tally
+    assert at_once[1] == made
+
+
 _FRESHNESS = """
 SELECT o.observation_id::text, o.first_evidence_at, o.last_evidence_at, o.trend
 FROM observations o WHERE o.bank_id = $1 ORDER BY 1
