@@ -49,6 +49,8 @@ FROM memory_units m JOIN observations o ON o.observation_id = m.id
 WHERE m.bank_id = $1
 ORDER BY m.text
 """
+# What a consolidation made: its tally, the observations, its statements, the facts marked.
+Consolidated = tuple[Tally, list[tuple[Any, ...]], int, int]
 _MARKED = """
 SELECT count(*) FROM memory_units m
 WHERE m.bank_id = $1 AND m.fact_type <> 'observation'
@@ -58,7 +60,7 @@ WHERE m.bank_id = $1 AND m.fact_type <> 'observation'
 
 async def _consolidate(
     conn: Connection, bank_id: str, encoder: Any, *, prefetch: bool
-) -> tuple[Tally, list[tuple[Any, ...]], int, int]:
+) -> Consolidated:
     """The whole backlog in batches of 7, rolled back: what it made, and its statements (the
     later batches meet observations the earlier ones made)."""
     statements: list[str] = []
@@ -85,21 +87,35 @@ async def _consolidate(
     return tally, made, len(statements), marked
 
 
-async def test_a_batch_read_at_once_makes_what_one_fact_at_a_time_makes(
-    api: httpx.AsyncClient, pool: Pool, bank_id: str, embedder: Embedder, cpu: ThreadPoolExecutor
-) -> None:
+async def _both_ways(
+    api: httpx.AsyncClient,
+    pool: Pool,
+    bank_id: str,
+    embedder: Embedder,
+    cpu: ThreadPoolExecutor,
+    lines: list[tuple[str, str]],
+) -> tuple[list[str], Consolidated, Consolidated]:
+    """`lines` retained one a day, then the backlog consolidated one fact at a time and read
+    at once (each rolled back): the retained ids and both outcomes."""
     await configure(api, bank_id, enable_observations=False)
     start = datetime(2024, 3, 1, 10, tzinfo=UTC)
     items = [
         {"content": f"{who}: {line}", "timestamp": start.replace(day=1 + n).isoformat()}
-        for n, (who, line) in enumerate(LINES)
+        for n, (who, line) in enumerate(lines)
     ]
     ids = await retain(api, bank_id, items)
-    assert len(ids) >= len(LINES)
     encoder = text_encoder(embedder, cpu)
     async with pool.acquire() as conn:
         one_by_one = await _consolidate(conn, bank_id, encoder, prefetch=False)
         at_once = await _consolidate(conn, bank_id, encoder, prefetch=True)
+    return ids, one_by_one, at_once
+
+
+async def test_a_batch_read_at_once_makes_what_one_fact_at_a_time_makes(
+    api: httpx.AsyncClient, pool: Pool, bank_id: str, embedder: Embedder, cpu: ThreadPoolExecutor
+) -> None:
+    ids, one_by_one, at_once = await _both_ways(api, pool, bank_id, embedder, cpu, LINES)
+    assert len(ids) >= len(LINES)
     tally, made, statements, marked = one_by_one
     # The batch meets what it wrote itself: observations made, grown and revised in it.
     assert tally.created >= 2 and tally.reinforced + tally.updated >= 2, tally
@@ -131,18 +147,8 @@ _USED_PEER = [
 async def test_a_peer_that_became_evidence_in_the_batch_is_no_peer_for_the_facts_after_it(
     api: httpx.AsyncClient, pool: Pool, bank_id: str, embedder: Embedder, cpu: ThreadPoolExecutor
 ) -> None:
-    await configure(api, bank_id, enable_observations=False)
-    start = datetime(2024, 3, 1, 10, tzinfo=UTC)
-    items = [
-        {"content": f"{who}: {line}", "timestamp": start.replace(day=1 + n).isoformat()}
-        for n, (who, line) in enumerate(_USED_PEER)
-    ]
-    ids = await retain(api, bank_id, items)
+    ids, one_by_one, at_once = await _both_ways(api, pool, bank_id, embedder, cpu, _USED_PEER)
     assert len(ids) == len(_USED_PEER)
-    encoder = text_encoder(embedder, cpu)
-    async with pool.acquire() as conn:
-        one_by_one = await _consolidate(conn, bank_id, encoder, prefetch=False)
-        at_once = await _consolidate(conn, bank_id, encoder, prefetch=True)
     tally, made, _, _ = one_by_one
     tennis = [m for m in made if "tennis" in m[0]]
     assert len(tennis) == 1, made  # "every morning" is in none: its only peer was used
