@@ -112,6 +112,7 @@ class ConsolidationActivities:
                 request.limit or LOCAL_BATCH_FACTS,
                 self._encode,
                 request.seq,
+                side=self._pool,
             )
 
     async def _llm_batch(self, request: BatchRequest) -> BatchResult:

@@ -106,7 +106,7 @@ async def consolidate_in_process(
                 conn.add_query_logger(queries.log)
                 try:
                     result = await consolidate_local_batch(
-                        conn, bank, "bench-consolidate", LOCAL_BATCH_FACTS, encode, seq
+                        conn, bank, "bench-consolidate", LOCAL_BATCH_FACTS, encode, seq, side=pool
                     )
                 finally:
                     conn.remove_query_logger(queries.log)

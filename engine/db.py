@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from importlib import resources
 from typing import TYPE_CHECKING, Final, TypeAlias
@@ -24,6 +25,8 @@ from engine.errors import ConfigurationError
 # Arbitrary constant: the advisory-lock key all Engram processes agree on for migrations.
 MIGRATION_LOCK_KEY = 0x656E6772616D  # "engram"
 _MIGRATION_NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
+# How long `spare` waits for a connection it judged free (another task may take it first).
+SPARE_WAIT = 0.5
 
 if TYPE_CHECKING:
     from asyncpg.pool import PoolConnectionProxy
@@ -142,6 +145,26 @@ async def create_pool(
     )
     assert pool is not None
     return pool
+
+
+@asynccontextmanager
+async def spare(pool: Pool | None) -> AsyncIterator[Connection | None]:
+    """A connection of `pool` if one is free now (idle, or room to open one), else None: for
+    work that a second connection may share but must not wait for (a caller that holds a
+    connection of the same pool could otherwise wait on connections held by callers waiting
+    like it)."""
+    if pool is None or (pool.get_idle_size() == 0 and pool.get_size() >= pool.get_max_size()):
+        yield None
+        return
+    try:
+        conn = await pool.acquire(timeout=SPARE_WAIT)
+    except TimeoutError:
+        yield None
+        return
+    try:
+        yield conn
+    finally:
+        await pool.release(conn)
 
 
 async def migrate(dsn: str, embedding_dim: int, embedding_space: str | None = None) -> list[str]:

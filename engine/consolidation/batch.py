@@ -21,7 +21,7 @@ from engine.consolidation.local import LocalConsolidator, Tally
 from engine.consolidation.payloads import BatchResult, ConsolidationCounts
 from engine.consolidation.store import mark_consolidated, refresh_observation, retract_observation
 from engine.consolidation.validate import apply_group, existing_observations
-from engine.db import Connection
+from engine.db import Connection, Pool
 from engine.errors import NotFound
 from engine.store.banks import Bank, get_bank
 from engine.store.document_history import record_consolidation
@@ -148,7 +148,11 @@ async def consolidate_local_batch(
     limit: int,
     encoder: TextEncoder,
     seq: int = -1,
+    *,
+    side: Pool | None = None,
 ) -> BatchResult:
+    """One local batch in one transaction on `conn`; the batch's candidates are read on a
+    connection of `side` too when it has one to spare (prefetch.py)."""
     async with conn.transaction():
         await consolidation_lock(conn, bank_id)
         done = await recorded_batch(conn, bank_id, operation_id, seq)
@@ -158,7 +162,8 @@ async def consolidate_local_batch(
             return BatchResult(ConsolidationCounts(), await backlog(conn, bank_id), enabled=False)
         facts = await pending_facts(conn, bank_id, limit, lock=True)
         as_of = _as_of(facts)
-        tally = await LocalConsolidator(conn, bank_id, encoder, as_of).consolidate(facts)
+        consolidator = LocalConsolidator(conn, bank_id, encoder, as_of, side=side)
+        tally = await consolidator.consolidate(facts)
         remaining = await _finish(conn, bank_id, operation_id, tally, [f.id for f in facts], as_of)
         result = BatchResult(tally.counts(len(facts)), remaining, mode="local")
         await _record(conn, bank_id, operation_id, seq, result)

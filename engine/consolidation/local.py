@@ -52,7 +52,7 @@ from engine.consolidation.thresholds import (
     PEER_FACTS,
     RELATED_OBSERVATIONS,
 )
-from engine.db import Connection
+from engine.db import Connection, Pool
 
 
 @dataclass
@@ -138,8 +138,10 @@ class LocalConsolidator:
         origin: Origin = "local",
         *,
         prefetch: bool = True,
+        side: Pool | None = None,
     ) -> None:
         self._conn = conn
+        self._side = side
         self._bank = bank_id
         self._encode = encoder
         self._as_of = as_of
@@ -159,8 +161,9 @@ class LocalConsolidator:
     async def consolidate(self, facts: Sequence[PendingFact]) -> Tally:
         """Consolidate `facts` in the order they happened, each taken in turn (so the next
         ones meet it as a peer); all marked consolidated when done. Their candidates are read
-        for the whole batch at once (prefetch.py) unless `prefetch` is off (then one fact at
-        a time, as the per-fact queries return them)."""
+        for the whole batch at once (prefetch.py; half of them on a connection of `side` when
+        it has one to spare) unless `prefetch` is off (then one fact at a time, as the
+        per-fact queries return them)."""
         ordered = sorted(facts, key=lambda f: (f.event_at, f.created_at, f.id))
         claims = {f.id: parse_claim(f.text) for f in ordered}
         self._candidates = BatchCandidates(
@@ -170,18 +173,17 @@ class LocalConsolidator:
             floor=CANDIDATE_FLOOR,
             related_limit=RELATED_OBSERVATIONS,
             peer_limit=PEER_FACTS,
+            side=self._side,
         )
         if self._prefetch:
-            await self._candidates.read_related(ordered, claims)
             # Peers are read for the facts that no observation settles as the batch starts;
             # the batch may settle more of them (then their peers go unused) or fewer (then
             # theirs are read at their turn, by the per-fact query).
-            unsettled = [
-                f
-                for f in ordered
-                if _judged(f, claims[f.id], self._candidates.as_read(f.id)) == ([], None)
-            ]
-            await self._candidates.read_peers(unsettled)
+            await self._candidates.read(
+                ordered,
+                claims,
+                lambda fact, related: _judged(fact, claims[fact.id], related) == ([], None),
+            )
         for fact in ordered:
             self._candidates.take(fact)
             await self._consolidate_one(fact, claims[fact.id])

@@ -1,7 +1,8 @@
 """A local batch's candidates read at once: the related observations and the peers of all its
 facts in three statements at the start of the batch, instead of one to three round trips a
 fact (bench/entity_skew.py's 10,000-fact journal: 4.2 round trips a fact, ~2-4 ms each under
-load, were half the consolidation's wall time).
+load, were half the consolidation's wall time). When the worker's pool has a connection to
+spare, every other fact's reads run on it at the same time (`BatchCandidates.read`).
 
 What the batch itself changes is applied on top, so each fact sees what the per-fact queries
 (candidates.py) would have returned at its turn:
@@ -22,8 +23,9 @@ same observations.
 
 from __future__ import annotations
 
+import asyncio
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 
@@ -44,7 +46,7 @@ from engine.consolidation.candidates import (
 from engine.consolidation.claims import Claim, parse_claim
 from engine.consolidation.peers import PEER_NEAREST, PEER_SCAN_MENTIONS, peer_facts
 from engine.consolidation.store import Refreshed, mark_consolidated
-from engine.db import Connection
+from engine.db import Connection, Pool, spare
 from engine.store.backlog import consolidated
 
 # Rows read per fact beyond the limit, for what the batch removes before the fact's turn.
@@ -248,8 +250,10 @@ class BatchCandidates:
         floor: float,
         related_limit: int,
         peer_limit: int,
+        side: Pool | None = None,
     ) -> None:
         self._conn = conn
+        self._side = side
         self._bank = bank_id
         self._floor = floor
         self._related_limit = related_limit
@@ -263,18 +267,59 @@ class BatchCandidates:
         self._dirty: set[str] = set()
         self._written: dict[str, _Written | None] = {}
 
-    async def read_related(
-        self, facts: Sequence[PendingFact], claims: dict[str, Claim | None]
+    async def read(
+        self,
+        facts: Sequence[PendingFact],
+        claims: dict[str, Claim | None],
+        unsettled: Callable[[PendingFact, list[Neighbour]], bool],
     ) -> None:
-        """The related observations of the batch's facts as they are before it starts."""
+        """The related observations of the batch's facts as they are before it starts, then
+        the peers of those that `unsettled` finds no related observation settles.
+
+        With a side pool that has a connection to spare, every other fact is read on that
+        connection at the same time (every other, so that the popular people's facts, whose
+        scans cost most, are shared out): each fact's reads are independent of the others',
+        and nothing of the batch is written yet, so the side connection sees what this
+        one's transaction sees. On this 2-core machine consolidation's statements ran one at
+        a time while the other core waited (bench/entity_skew.py, docs/benchmarks.md)."""
         if not facts:
             return
+        async with spare(self._side) as side:
+            if side is None:
+                await self._read_part(self._conn, facts, claims, unsettled)
+                return
+            async with side.transaction(readonly=True), asyncio.TaskGroup() as both:
+                both.create_task(self._read_part(self._conn, facts[0::2], claims, unsettled))
+                both.create_task(self._read_part(side, facts[1::2], claims, unsettled))
+
+    async def _read_part(
+        self,
+        conn: Connection,
+        facts: Sequence[PendingFact],
+        claims: dict[str, Claim | None],
+        unsettled: Callable[[PendingFact, list[Neighbour]], bool],
+    ) -> None:
+        await self.read_related(facts, claims, conn=conn)
+        await self.read_peers([f for f in facts if unsettled(f, self.as_read(f.id))], conn=conn)
+
+    async def read_related(
+        self,
+        facts: Sequence[PendingFact],
+        claims: dict[str, Claim | None],
+        *,
+        conn: Connection | None = None,
+    ) -> None:
+        """The related observations of these facts of the batch as they are before it
+        starts (read on `conn`, else the batch's connection)."""
+        if not facts:
+            return
+        conn = conn or self._conn
         ids = [f.id for f in facts]
         subjects = [c.subject if (c := claims[f.id]) else None for f in facts]
         aspects = [c.aspect if (c := claims[f.id]) else None for f in facts]
         related_k = self._related_limit + MARGIN
-        nearest = await nearest_related(self._conn, self._bank, facts, floor=self._floor)
-        rows = await self._conn.fetch(
+        nearest = await nearest_related(conn, self._bank, facts, floor=self._floor)
+        rows = await conn.fetch(
             _RELATED,
             self._bank,
             ids,
@@ -286,17 +331,21 @@ class BatchCandidates:
             [fact_id for fact_id, _ in nearest],
             [observation_id for _, observation_id in nearest],
         )
-        self._related = _lists(ids, rows, related_k, parse=False)
+        self._related.update(_lists(ids, rows, related_k, parse=False))
 
     def as_read(self, fact_id: str) -> list[Neighbour]:
         """`fact_id`'s related observations as the batch started."""
         listed = self._related.get(fact_id)
         return listed.rows[: self._related_limit] if listed else []
 
-    async def read_peers(self, facts: Sequence[PendingFact]) -> None:
-        """The peers of these facts of the batch as they are before it starts."""
+    async def read_peers(
+        self, facts: Sequence[PendingFact], *, conn: Connection | None = None
+    ) -> None:
+        """The peers of these facts of the batch as they are before it starts (read on
+        `conn`, else the batch's connection)."""
         if not facts:
             return
+        conn = conn or self._conn
         # _FACTS needs every fact of the batch in $2 (those may count as consolidated).
         ids = self._ids
         head = (self._bank, ids, [None] * len(ids), [None] * len(ids), self._floor)
@@ -304,12 +353,12 @@ class BatchCandidates:
         by_entity = [f.id for f in facts if f.entity_ids and f.mentions <= PEER_SCAN_MENTIONS]
         popular = [f.id for f in facts if f.entity_ids and f.mentions > PEER_SCAN_MENTIONS]
         if by_entity:
-            rows = await self._conn.fetch(_PEERS_BY_ENTITY, *head, peer_k, by_entity)
+            rows = await conn.fetch(_PEERS_BY_ENTITY, *head, peer_k, by_entity)
             self._peers.update(_lists(by_entity, rows, peer_k, parse=True))
         if popular:
             nearest = max(PEER_NEAREST, peer_k)
-            async with nearest_scan(self._conn, nearest):
-                rows = await self._conn.fetch(_PEERS_NEAREST, *head, peer_k, popular, nearest)
+            async with nearest_scan(conn, nearest):
+                rows = await conn.fetch(_PEERS_NEAREST, *head, peer_k, popular, nearest)
             self._peers.update(_lists(popular, rows, peer_k, parse=True))
 
     def take(self, fact: PendingFact) -> None:

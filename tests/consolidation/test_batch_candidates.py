@@ -4,10 +4,12 @@ one fact at a time, in fewer statements."""
 
 from __future__ import annotations
 
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import asyncpg
 import httpx
 import pytest
 from asyncpg.connection import LoggedQuery
@@ -17,7 +19,7 @@ from engine.consolidation.candidates import pending_facts
 from engine.consolidation.encode import text_encoder
 from engine.consolidation.local import LocalConsolidator, Tally
 from engine.consolidation.store import refresh_observation
-from engine.db import Connection, Pool
+from engine.db import Connection, Pool, create_pool
 from engine.embedding import Embedder
 from engine.lifecycle.access import reinforce
 
@@ -49,8 +51,18 @@ FROM memory_units m JOIN observations o ON o.observation_id = m.id
 WHERE m.bank_id = $1
 ORDER BY m.text
 """
-# What a consolidation made: its tally, the observations, its statements, the facts marked.
-Consolidated = tuple[Tally, list[tuple[Any, ...]], int, int]
+# What a consolidation made: its tally, the observations, its statements, the facts marked,
+# and its statements that measure against one fact's vector (`_one_fact`).
+Consolidated = tuple[Tally, list[tuple[Any, ...]], int, int, int]
+
+
+def _one_fact(query: str) -> bool:
+    """A statement that measures against one fact's vector ($3): a candidate read by the
+    per-fact query (candidates.py, peers.py) or a new observation's near-duplicate search;
+    the batch's reads (prefetch.py) measure against every fact's at once."""
+    return "(m.embedding <=> $3)" in query
+
+
 _MARKED = """
 SELECT count(*) FROM memory_units m
 WHERE m.bank_id = $1 AND m.fact_type <> 'observation'
@@ -84,7 +96,7 @@ async def _consolidate(
         marked = int(await conn.fetchval(_MARKED, bank_id))
     finally:
         await transaction.rollback()
-    return tally, made, len(statements), marked
+    return tally, made, len(statements), marked, sum(map(_one_fact, statements))
 
 
 async def _both_ways(
@@ -116,7 +128,7 @@ async def test_a_batch_read_at_once_makes_what_one_fact_at_a_time_makes(
 ) -> None:
     ids, one_by_one, at_once = await _both_ways(api, pool, bank_id, embedder, cpu, LINES)
     assert len(ids) >= len(LINES)
-    tally, made, statements, marked = one_by_one
+    tally, made, statements, marked, _ = one_by_one
     # The batch meets what it wrote itself: observations made, grown and revised in it.
     assert tally.created >= 2 and tally.reinforced + tally.updated >= 2, tally
     assert marked == len(ids)
@@ -149,12 +161,81 @@ async def test_a_peer_that_became_evidence_in_the_batch_is_no_peer_for_the_facts
 ) -> None:
     ids, one_by_one, at_once = await _both_ways(api, pool, bank_id, embedder, cpu, _USED_PEER)
     assert len(ids) == len(_USED_PEER)
-    tally, made, _, _ = one_by_one
+    tally, made, *_ = one_by_one
     tennis = [m for m in made if "tennis" in m[0]]
     assert len(tennis) == 1, made  # "every morning" is in none: its only peer was used
     assert tennis[0][0] == "Marco plays tennis every Saturday." and tennis[0][1] == 2, tennis
     assert at_once[0] == tally
     assert at_once[1] == made
+
+
+async def _committed(
+    database_url: str, bank_id: str, encoder: Any, connections: int
+) -> tuple[list[tuple[Any, ...]], Counter[int], int]:
+    """The backlog consolidated in batches of 7, each committed (as the activity commits
+    them), on a pool of `connections` that the batches may read on beside their own: the
+    observations made, how many batch reads each of the pool's connections ran, and how many
+    statements measured against one fact's vector (`_one_fact`)."""
+    reads: Counter[int] = Counter()
+    one_fact = 0
+
+    async def count_reads(conn: asyncpg.Connection) -> None:
+        def log(query: LoggedQuery) -> None:
+            nonlocal one_fact
+            # every batch read (prefetch.py) lists the batch's facts with their claims
+            if "AS b(id, subject, aspect)" in query.query:
+                reads[id(conn)] += 1
+            one_fact += _one_fact(query.query)
+
+        conn.add_query_logger(log)
+
+    two = await create_pool(database_url, max_size=connections, on_connect=count_reads)
+    try:
+        async with two.acquire() as conn:
+            for _ in range(len(LINES)):  # bounded: a batch takes at least one fact
+                async with conn.transaction():
+                    facts = await pending_facts(conn, bank_id, 7, lock=True)
+                    if not facts:
+                        break
+                    as_of = max(f.event_at for f in facts)
+                    await LocalConsolidator(conn, bank_id, encoder, as_of, side=two).consolidate(
+                        facts
+                    )
+            made = [tuple(r) for r in await conn.fetch(_OBSERVATIONS, bank_id)]
+    finally:
+        await two.close()
+    return made, reads, one_fact
+
+
+async def test_a_batch_that_shares_its_reads_with_a_spare_connection_makes_the_same_observations(
+    api: httpx.AsyncClient,
+    pool: Pool,
+    database_url: str,
+    bank_id: str,
+    embedder: Embedder,
+    cpu: ThreadPoolExecutor,
+) -> None:
+    _, _, at_once = await _both_ways(api, pool, bank_id, embedder, cpu, LINES)
+    made, reads, one_fact = await _committed(database_url, bank_id, text_encoder(embedder, cpu), 2)
+    # later batches meet what the earlier ones committed, on either connection
+    assert made == at_once[1]
+    assert len(reads) == 2, reads  # both connections read candidates
+    assert one_fact == at_once[4]  # and what the spare one read was used: no fact read again
+
+
+async def test_a_batch_with_no_connection_to_spare_reads_on_its_own(
+    api: httpx.AsyncClient,
+    pool: Pool,
+    database_url: str,
+    bank_id: str,
+    embedder: Embedder,
+    cpu: ThreadPoolExecutor,
+) -> None:
+    _, _, at_once = await _both_ways(api, pool, bank_id, embedder, cpu, LINES)
+    made, reads, one_fact = await _committed(database_url, bank_id, text_encoder(embedder, cpu), 1)
+    assert made == at_once[1]
+    assert len(reads) == 1 and sum(reads.values()) >= 3, reads  # one connection, every batch
+    assert one_fact == at_once[4]
 
 
 _FRESHNESS = """
