@@ -288,9 +288,14 @@ class BatchCandidates:
             if side is None:
                 await self._read_part(self._conn, facts, claims, unsettled)
                 return
-            async with side.transaction(readonly=True), asyncio.TaskGroup() as both:
-                both.create_task(self._read_part(self._conn, facts[0::2], claims, unsettled))
-                both.create_task(self._read_part(side, facts[1::2], claims, unsettled))
+            try:
+                async with side.transaction(readonly=True), asyncio.TaskGroup() as both:
+                    both.create_task(self._read_part(self._conn, facts[0::2], claims, unsettled))
+                    both.create_task(self._read_part(side, facts[1::2], claims, unsettled))
+            except ExceptionGroup as failed:
+                # what failed, as one connection's reads would have raised it (the worker
+                # maps errors to retryable or not by their type, activities/failures.py)
+                raise failed.exceptions[0] from failed
 
     async def _read_part(
         self,

@@ -308,3 +308,37 @@ async def test_refreshing_an_observation_folds_in_its_pending_accesses_first(
     assert after["last_accessed_at"] == seen
     reinforced = 1 - (1 - row["strength"]) * 0.8**3
     assert after["strength"] == pytest.approx(max(reinforced, after["importance"]))
+
+
+async def test_a_read_that_fails_on_the_spare_connection_fails_the_batch_with_its_own_error(
+    api: httpx.AsyncClient,
+    pool: Pool,
+    database_url: str,
+    bank_id: str,
+    embedder: Embedder,
+    cpu: ThreadPoolExecutor,
+) -> None:
+    await configure(api, bank_id, enable_observations=False)
+    await retain(api, bank_id, [{"content": f"{who}: {line}"} for who, line in LINES[:6]])
+
+    async def astray(conn: asyncpg.Connection) -> None:
+        await conn.execute("SET search_path TO nowhere")  # every table unknown there
+
+    side = await create_pool(database_url, max_size=1, on_connect=astray)
+    try:
+        async with pool.acquire() as conn:
+            transaction = conn.transaction()
+            await transaction.start()
+            try:
+                facts = await pending_facts(conn, bank_id, 7, lock=True)
+                as_of = max(f.event_at for f in facts)
+                consolidator = LocalConsolidator(
+                    conn, bank_id, text_encoder(embedder, cpu), as_of, side=side
+                )
+                # the error itself, not a group of them: the worker maps errors by their type
+                with pytest.raises(asyncpg.UndefinedTableError):
+                    await consolidator.consolidate(facts)
+            finally:
+                await transaction.rollback()
+    finally:
+        await side.close()
