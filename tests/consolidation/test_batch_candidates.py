@@ -207,6 +207,7 @@ async def _committed(
     return made, reads, one_fact
 
 
+@pytest.mark.parametrize("connections", [2, 1], ids=["one-to-spare", "none-to-spare"])
 async def test_a_batch_that_shares_its_reads_with_a_spare_connection_makes_the_same_observations(
     api: httpx.AsyncClient,
     pool: Pool,
@@ -214,28 +215,16 @@ async def test_a_batch_that_shares_its_reads_with_a_spare_connection_makes_the_s
     bank_id: str,
     embedder: Embedder,
     cpu: ThreadPoolExecutor,
+    connections: int,
 ) -> None:
     _, _, at_once = await _both_ways(api, pool, bank_id, embedder, cpu, LINES)
-    made, reads, one_fact = await _committed(database_url, bank_id, text_encoder(embedder, cpu), 2)
+    encoder = text_encoder(embedder, cpu)
+    made, reads, one_fact = await _committed(database_url, bank_id, encoder, connections)
     # later batches meet what the earlier ones committed, on either connection
     assert made == at_once[1]
-    assert len(reads) == 2, reads  # both connections read candidates
-    assert one_fact == at_once[4]  # and what the spare one read was used: no fact read again
-
-
-async def test_a_batch_with_no_connection_to_spare_reads_on_its_own(
-    api: httpx.AsyncClient,
-    pool: Pool,
-    database_url: str,
-    bank_id: str,
-    embedder: Embedder,
-    cpu: ThreadPoolExecutor,
-) -> None:
-    _, _, at_once = await _both_ways(api, pool, bank_id, embedder, cpu, LINES)
-    made, reads, one_fact = await _committed(database_url, bank_id, text_encoder(embedder, cpu), 1)
-    assert made == at_once[1]
-    assert len(reads) == 1 and sum(reads.values()) >= 3, reads  # one connection, every batch
-    assert one_fact == at_once[4]
+    # every connection the pool had read candidates (with none to spare, the batch's own)
+    assert len(reads) == connections and sum(reads.values()) >= 3, reads
+    assert one_fact == at_once[4]  # and what was read was used: no fact read again
 
 
 _FRESHNESS = """
