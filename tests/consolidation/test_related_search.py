@@ -137,7 +137,7 @@ async def test_a_popular_entitys_observations_are_read_among_the_nearest(
             related_limit=RELATED_OBSERVATIONS,
             peer_limit=PEER_FACTS,
         )
-        await batch.read_related([fact], {fact.id: claim})
+        await batch.read([fact], {fact.id: claim}, lambda _fact, _related: False)  # no peers
         prefetched = await batch.related(fact, claim)
         # the bound: the bank's two nearest observations are Marco's tennis and Alice's
         two_nearest = await nearest_related(conn, bank_id, [fact], floor=CANDIDATE_FLOOR, nearest=2)
