@@ -14,7 +14,7 @@ from engine.imports.staging import clear_staged
 # for a tiny bank (an exact scan sorted by distance instead of the HNSW index; the link step
 # had the same problem, engine/retain/links.py). Sampled, so ~0.1-1 s even at 1M facts.
 ANALYZE_AFTER_FACTS = 1_000
-_ANALYZE = "ANALYZE memory_units, memory_terms, unit_entities, memory_links"
+_ANALYZE = "ANALYZE memory_units, unit_times, memory_terms, unit_entities, memory_links"
 
 
 class ImportActivities:

@@ -20,8 +20,8 @@ timeline, not inside a document:
   it answers).
 
 Work is bounded per candidate: at most `scan` facts of other documents are read on each side
-of it (the index on (bank_id, mentioned_at) finds them), so a bank whose documents all share
-one timestamp costs no more than a bank of conversations.
+of it (unit_times' index on (bank_id, mentioned_at) finds them), so a bank whose documents
+all share one timestamp costs no more than a bank of conversations.
 """
 
 from __future__ import annotations
@@ -62,9 +62,10 @@ _COLUMNS: Final = (
 # no timeline (no timestamp, or left out by the scan bound) gets its own document's chunks.
 # Each side's scan is ordered by the whole timeline key and the id, so which facts the bound
 # keeps among facts sharing a timestamp does not depend on the rows' physical order, and a copy
-# in memory (context_memory.py) keeps the same ones; PostgreSQL reads the (bank_id,
-# mentioned_at) index and sorts each run of equal timestamps (an incremental sort). A document
-# is its chunks' document (the fact's own `document_id` is the same, as retain writes both).
+# in memory (context_memory.py) keeps the same ones; PostgreSQL reads unit_times' (bank_id,
+# mentioned_at) index (migration 0044) and sorts each run of equal timestamps (an incremental
+# sort). A document is its chunks' document (the fact's own `document_id` is the same, as
+# retain writes both).
 NEIGHBOURS_SQL: Final = f"""
 WITH c AS MATERIALIZED (
     SELECT m.id, ch.document_id, ch.chunk_index, coalesce(m.source_start, 0) AS at,
@@ -82,22 +83,24 @@ WITH c AS MATERIALIZED (
                PARTITION BY g.gid ORDER BY s.mentioned_at, s.document_id, s.chunk_index
            ) AS pos
     FROM g CROSS JOIN LATERAL (
-        (SELECT {_COLUMNS.format("b")} FROM memory_units b
+        (SELECT {_COLUMNS.format("b")} FROM unit_times tb
+         JOIN memory_units b ON b.id = tb.unit_id
          JOIN chunks near ON near.bank_id = $1 AND near.chunk_id = b.chunk_id
-         WHERE b.bank_id = $1 AND b.mentioned_at <= g.mentioned_at
-           AND b.mentioned_at >= g.mentioned_at - $5::interval
+         WHERE tb.bank_id = $1 AND tb.mentioned_at <= g.mentioned_at
+           AND tb.mentioned_at >= g.mentioned_at - $5::interval
            AND b.context = g.context AND b.tags = g.tags
            AND {thread_sql("b")} IS NOT DISTINCT FROM g.thread
-         ORDER BY b.mentioned_at DESC, near.document_id DESC, near.chunk_index DESC, b.id DESC
+         ORDER BY tb.mentioned_at DESC, near.document_id DESC, near.chunk_index DESC, b.id DESC
          LIMIT $6)
         UNION ALL
-        (SELECT {_COLUMNS.format("a")} FROM memory_units a
+        (SELECT {_COLUMNS.format("a")} FROM unit_times ta
+         JOIN memory_units a ON a.id = ta.unit_id
          JOIN chunks near ON near.bank_id = $1 AND near.chunk_id = a.chunk_id
-         WHERE a.bank_id = $1 AND a.mentioned_at > g.mentioned_at
-           AND a.mentioned_at <= g.mentioned_at + $5::interval
+         WHERE ta.bank_id = $1 AND ta.mentioned_at > g.mentioned_at
+           AND ta.mentioned_at <= g.mentioned_at + $5::interval
            AND a.context = g.context AND a.tags = g.tags
            AND {thread_sql("a")} IS NOT DISTINCT FROM g.thread
-         ORDER BY a.mentioned_at, near.document_id, near.chunk_index, a.id
+         ORDER BY ta.mentioned_at, near.document_id, near.chunk_index, a.id
          LIMIT $6)
     ) s
 ), placed AS MATERIALIZED (

@@ -54,7 +54,8 @@ SELECT id::text AS id, 1 - distance AS similarity FROM hits ORDER BY distance, i
 #   ~30 days: 7-125 ms vs 2-71 ms (exact faster in 5 of 7); 92 days: 19-63 ms vs 178-224 ms;
 #   365 days: 18 ms vs 907 ms. Hence 45 days: months exact, seasons and years through HNSW.
 EXACT_WINDOW = timedelta(days=45)
-# Facts lasting longer than this are indexed by their end (migration 0025; the same literal).
+# Facts lasting longer than this are indexed by their end (migrations 0025 and 0044; the same
+# literal).
 LONG_LASTING: Final = "interval '744 hours'"
 
 
@@ -62,25 +63,27 @@ def exact_window_sql(tags_match: TagsMatch, states: tuple[str, ...] = ACTIVE) ->
     """The same rows as `window_sql`, found by date: the four branches are disjoint (started
     inside the window; started at most LONG_LASTING before it and still going; started earlier
     and still going, which takes lasting longer than LONG_LASTING: the partial index of
-    migration 0025; undated, mentioned inside it). Every branch is an index range, so no
-    misestimate turns one into a sequential scan."""
-    where = filter_sql("m", tags_match, states)
+    migration 0025; undated, mentioned inside it). Every branch is an index range of
+    unit_times (migration 0044: the units' times are indexed there, not on memory_units), so
+    no misestimate turns one into a sequential scan."""
+    units = "unit_times t JOIN memory_units m ON m.id = t.unit_id"
+    where = "t.bank_id = $1 AND " + filter_sql("m", tags_match, states)
     return f"""
 WITH inside AS MATERIALIZED (
-    SELECT m.id, m.embedding FROM memory_units m
-    WHERE {where} AND m.occurred_start >= $5 AND m.occurred_start < $6
-      AND coalesce(m.occurred_end, m.occurred_start) >= $5
+    SELECT m.id, m.embedding FROM {units}
+    WHERE {where} AND t.occurred_start >= $5 AND t.occurred_start < $6
+      AND coalesce(t.occurred_end, t.occurred_start) >= $5
     UNION ALL
-    SELECT m.id, m.embedding FROM memory_units m
-    WHERE {where} AND m.occurred_start >= $5::timestamptz - {LONG_LASTING} AND m.occurred_start < $5
-      AND m.occurred_end >= $5
+    SELECT m.id, m.embedding FROM {units}
+    WHERE {where} AND t.occurred_start >= $5::timestamptz - {LONG_LASTING} AND t.occurred_start < $5
+      AND t.occurred_end >= $5
     UNION ALL
-    SELECT m.id, m.embedding FROM memory_units m
-    WHERE {where} AND m.occurred_end - m.occurred_start > {LONG_LASTING}
-      AND m.occurred_start < $5::timestamptz - {LONG_LASTING} AND m.occurred_end >= $5
+    SELECT m.id, m.embedding FROM {units}
+    WHERE {where} AND t.occurred_end - t.occurred_start > {LONG_LASTING}
+      AND t.occurred_start < $5::timestamptz - {LONG_LASTING} AND t.occurred_end >= $5
     UNION ALL
-    SELECT m.id, m.embedding FROM memory_units m
-    WHERE {where} AND m.occurred_start IS NULL AND m.mentioned_at >= $5 AND m.mentioned_at < $6
+    SELECT m.id, m.embedding FROM {units}
+    WHERE {where} AND t.occurred_start IS NULL AND t.mentioned_at >= $5 AND t.mentioned_at < $6
 ), hits AS MATERIALIZED (
     SELECT id, embedding <=> $4 AS distance FROM inside ORDER BY distance, id LIMIT $7
 )

@@ -109,23 +109,24 @@ FROM bank_stats WHERE bank_id = $1 AND unit_count > $2
 """
 
 # Stored facts nearest in event time to every fact of the batch, one query: the nearest
-# TEMPORAL_K at or before and the nearest TEMPORAL_K after, each a short scan of the
-# memory_units_event_time index (0006) instead of sorting the whole ±window.
+# TEMPORAL_K at or before and the nearest TEMPORAL_K after, each a short scan of the facts'
+# event-time index (unit_times_event_time, migration 0044) instead of sorting the whole
+# ±window.
 _TEMPORAL = """
 SELECT q.fact_id, n.id::text AS id, n.at
 FROM unnest($2::text[], $3::timestamptz[]) AS q(fact_id, at)
 CROSS JOIN LATERAL (
-    (SELECT m.id, coalesce(m.occurred_start, m.mentioned_at) AS at FROM memory_units m
-     WHERE m.bank_id = $1 AND m.fact_type <> 'observation'
-       AND coalesce(m.occurred_start, m.mentioned_at) BETWEEN q.at - $4::interval AND q.at
-     ORDER BY coalesce(m.occurred_start, m.mentioned_at) DESC, m.id
+    (SELECT t.unit_id AS id, coalesce(t.occurred_start, t.mentioned_at) AS at FROM unit_times t
+     WHERE t.bank_id = $1 AND t.fact_type <> 'observation'
+       AND coalesce(t.occurred_start, t.mentioned_at) BETWEEN q.at - $4::interval AND q.at
+     ORDER BY coalesce(t.occurred_start, t.mentioned_at) DESC, t.unit_id
      LIMIT $5)
     UNION ALL
-    (SELECT m.id, coalesce(m.occurred_start, m.mentioned_at) AS at FROM memory_units m
-     WHERE m.bank_id = $1 AND m.fact_type <> 'observation'
-       AND coalesce(m.occurred_start, m.mentioned_at) > q.at
-       AND coalesce(m.occurred_start, m.mentioned_at) <= q.at + $4::interval
-     ORDER BY coalesce(m.occurred_start, m.mentioned_at), m.id
+    (SELECT t.unit_id, coalesce(t.occurred_start, t.mentioned_at) AS at FROM unit_times t
+     WHERE t.bank_id = $1 AND t.fact_type <> 'observation'
+       AND coalesce(t.occurred_start, t.mentioned_at) > q.at
+       AND coalesce(t.occurred_start, t.mentioned_at) <= q.at + $4::interval
+     ORDER BY coalesce(t.occurred_start, t.mentioned_at), t.unit_id
      LIMIT $5)
 ) n
 """

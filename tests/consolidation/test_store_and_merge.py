@@ -7,57 +7,18 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 
 import httpx
-from consolidation_support import configure, retain
+from consolidation_support import NOW, facts_of, observe
 
 from engine.consolidation.claims import parse_claim
 from engine.consolidation.encode import text_encoder
 from engine.consolidation.merge import Current, merge_near_duplicates
 from engine.consolidation.observations import observation_detail, observation_history
 from engine.consolidation.store import (
-    Evidence,
-    insert_observation,
     retract_observation,
     rewrite_observation,
 )
 from engine.db import Pool
 from engine.embedding import Embedder
-
-NOW = datetime(2024, 6, 1, tzinfo=UTC)
-
-
-async def facts_of(api: httpx.AsyncClient, bank: str, texts: list[str]) -> list[str]:
-    await configure(api, bank, enable_observations=False)  # these tests write by hand
-    items = [
-        {"content": text, "timestamp": f"2024-05-{i + 1:02d}T09:00:00Z", "document_id": f"d{i}"}
-        for i, text in enumerate(texts)
-    ]
-    ids: list[str] = []
-    for item in items:
-        ids += await retain(api, bank, [item])
-    assert len(ids) == len(texts)
-    return ids
-
-
-async def observe(
-    pool: Pool, embedder: Embedder, cpu: ThreadPoolExecutor, bank: str, fact_id: str, text: str
-) -> Current:
-    encoded = (await text_encoder(embedder, cpu)([text]))[0]
-    async with pool.acquire() as conn, conn.transaction():
-        observation_id = await insert_observation(
-            conn,
-            bank,
-            text=text,
-            scope=[],
-            encoded=encoded,
-            claim=parse_claim(text),
-            origin="local",
-            evidence=[Evidence(fact_id, text)],
-            as_of=NOW,
-        )
-        created = await conn.fetchval(
-            "SELECT created_at FROM memory_units WHERE id = $1", observation_id
-        )
-    return Current(observation_id, text, [], encoded.embedding, parse_claim(text), NOW, created)
 
 
 async def observation_ids(pool: Pool, bank: str) -> set[str]:
