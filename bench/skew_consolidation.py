@@ -4,6 +4,7 @@ runs them, printing facts/s over time, time per statement and the encoder's time
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
 from collections import Counter, defaultdict
@@ -12,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TextIO
 
+import asyncpg
 from asyncpg.connection import LoggedQuery
 
 from activities.consolidation import LOCAL_BATCH_FACTS
@@ -35,6 +37,12 @@ _RESET_OBSERVATIONS = (
 
 # Facts waiting for consolidation.
 BACKLOG = "SELECT count(*) FROM consolidation_backlog WHERE bank_id = $1"
+# Row versions memory_units has been given by updates, and how many of them stayed on their
+# page with no index entry (HOT); the counters are cumulative.
+_UNIT_UPDATES = """
+SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables WHERE relname = 'memory_units'
+"""
+_UNIT_TIMES_SIZE = "SELECT pg_total_relation_size('unit_times'), (SELECT count(*) FROM unit_times)"
 
 
 @dataclass
@@ -84,7 +92,13 @@ async def consolidate_in_process(
     """Consolidate the bank's backlog from scratch: (facts consolidated, seconds)."""
     embedder = load_embedder("minilm")
     # a kept --home may predate the code's migrations (0032: observations' own HNSW index)
-    await migrate(dsn, embedder.dimension, embedder.space)
+    started = time.perf_counter()
+    applied = await migrate(dsn, embedder.dimension, embedder.space)
+    if applied:
+        out.write(
+            f"migrated first: {', '.join(applied)} in {time.perf_counter() - started:.1f} s\n"
+        )
+    updated = await _unit_updates(dsn)
     pool = await create_pool(dsn, max_size=2)
     cpu = ThreadPoolExecutor(CPU_THREADS)
     try:
@@ -134,7 +148,44 @@ async def consolidate_in_process(
             f" ({spent.calls:,} calls, {spent.texts:,} texts)\n"
         )
         queries.write(out)
-        return done, elapsed
     finally:
         cpu.shutdown()
         await pool.close()
+    await _write_unit_writes(dsn, updated, out)
+    return done, elapsed
+
+
+async def _unit_updates(dsn: str) -> tuple[int, int]:
+    conn = await asyncpg.connect(dsn)
+    try:
+        row = await conn.fetchrow(_UNIT_UPDATES)
+    finally:
+        await conn.close()
+    return (int(row[0]), int(row[1])) if row else (0, 0)
+
+
+async def _write_unit_writes(dsn: str, before: tuple[int, int], out: TextIO) -> None:
+    """memory_units' updates during the run and how many were HOT, once the pool's sessions
+    have reported their counters (a session reports them as it ends); unit_times' size."""
+    after, waited = await _unit_updates(dsn), 0.0
+    while waited < 10:
+        await asyncio.sleep(0.5)
+        waited += 0.5
+        now = await _unit_updates(dsn)
+        if now == after:
+            break
+        after = now
+    updates, hot = after[0] - before[0], after[1] - before[1]
+    share = f" ({hot / updates:.1%})" if updates else ""
+    out.write(f"memory_units rows updated: {updates:,}, in place (HOT): {hot:,}{share}\n")
+    conn = await asyncpg.connect(dsn)
+    try:
+        row = await conn.fetchrow(_UNIT_TIMES_SIZE)
+    finally:
+        await conn.close()
+    assert row is not None
+    size, units = int(row[0]), int(row[1])
+    out.write(
+        f"unit_times: {size / 1e6:.1f} MB for {units:,} units"
+        f" ({size / max(units, 1):.0f} B a unit)\n"
+    )
