@@ -88,6 +88,14 @@ _SHARES_ENTITY = """(
                WHERE ue.unit_id = m.id AND ue.entity_id = ANY($ENT::uuid[])))"""
 IN_SCOPE = "m.tags @> $2::text[] AND m.tags <@ $2::text[]"
 
+
+def by_key(unit_id: str) -> str:
+    """A lateral subquery reading the unit `unit_id` by primary key and nothing else (OFFSET 0:
+    no filter from outside is pushed into it, so no partial index of memory_units can serve it
+    instead of the key)."""
+    return f"SELECT m.* FROM memory_units m WHERE m.id = {unit_id} OFFSET 0"
+
+
 # Observations related to a fact are found through three indexes instead of measuring every
 # observation of the bank (that was the largest cost of the local path and grew with the
 # observations: 136 s of a 626 s consolidation of bench/entity_skew.py's 10,000-fact journal,
@@ -95,11 +103,16 @@ IN_SCOPE = "m.tags @> $2::text[] AND m.tags <@ $2::text[]"
 # distance: observations_claim), those naming one of its entities (unit_entities' (entity,
 # unit) index, joined to observations by key), and for a fact without entities those without
 # entities. Each candidate is then read by primary key in a lateral subquery (OFFSET 0 keeps it
-# one: a join let the planner scan the scope's tags index over every fact of the bank).
+# one: a join let the planner scan the scope's tags index over every fact of the bank) holding
+# nothing but the key (`by_key`), the filter outside it. With the observation's type inside,
+# statistics taken before the bank had observations (an import's closing ANALYZE) made the
+# planner find each candidate by scanning the observations' scope index, a scan of every
+# observation of the bank per candidate (bench/entity_skew.py at 100,000 facts: consolidation
+# at ~65 facts/s from ~1,500 observations until autovacuum analysed memory_units).
 _RELATED_COLUMNS = """m.id::text AS id, m.text, 1 - (m.embedding <=> $3) AS similarity, o.claim,
            coalesce(o.last_evidence_at, m.created_at) AS event_at, m.created_at, m.embedding,
            m.embedding <=> $3 AS distance"""
-_RELATED_FILTER = f"""m.id = o.observation_id AND m.bank_id = $1 AND m.fact_type = 'observation'
+_RELATED_FILTER = f"""m.bank_id = $1 AND m.fact_type = 'observation'
       AND m.state = 'active' AND {IN_SCOPE}
       AND ((o.claim->>'subject' = $4 AND o.claim->>'aspect' = $5)
            OR (1 - (m.embedding <=> $3) >= $7 AND {_SHARES_ENTITY.replace("$ENT", "$6")}))"""
@@ -119,15 +132,11 @@ WITH candidates AS MATERIALIZED (
     WHERE cardinality($6::uuid[]) = 0 AND o.bank_id = $1
       AND NOT EXISTS (SELECT 1 FROM unit_entities ue WHERE ue.unit_id = o.observation_id)
 )
-SELECT r.* FROM candidates c
+SELECT {_RELATED_COLUMNS} FROM candidates c
 JOIN observations o ON o.observation_id = c.observation_id
-CROSS JOIN LATERAL (
-    SELECT {_RELATED_COLUMNS}
-    FROM memory_units m
-    WHERE {_RELATED_FILTER}
-    OFFSET 0
-) r
-ORDER BY r.distance, r.id
+CROSS JOIN LATERAL ({by_key("o.observation_id")}) m
+WHERE {_RELATED_FILTER}
+ORDER BY distance, id
 LIMIT $8
 """
 # An entity named by more facts than RELATED_SCAN_MENTIONS is not read through its
@@ -194,20 +203,14 @@ WITH near AS MATERIALIZED (
     SELECT o.observation_id FROM observations o
     WHERE o.bank_id = $1 AND o.claim->>'subject' = $6 AND o.claim->>'aspect' = $7
 )
-SELECT r.* FROM candidates c
+SELECT {_RELATED_COLUMNS} FROM candidates c
 JOIN observations o ON o.observation_id = c.id
-CROSS JOIN LATERAL (
-    SELECT m.id::text AS id, m.text, 1 - (m.embedding <=> $3) AS similarity, o.claim,
-           coalesce(o.last_evidence_at, m.created_at) AS event_at, m.created_at, m.embedding,
-           m.embedding <=> $3 AS distance
-    FROM memory_units m
-    WHERE m.id = c.id AND m.bank_id = $1 AND m.fact_type = 'observation' AND {IN_SCOPE}
-      AND m.state = 'active' AND m.id <> $4::uuid
-      AND (1 - (m.embedding <=> $3) >= $5
-           OR (o.claim->>'subject' = $6 AND o.claim->>'aspect' = $7))
-    OFFSET 0
-) r
-ORDER BY r.distance, r.id
+CROSS JOIN LATERAL ({by_key("c.id")}) m
+WHERE m.bank_id = $1 AND m.fact_type = 'observation' AND {IN_SCOPE}
+  AND m.state = 'active' AND m.id <> $4::uuid
+  AND (1 - (m.embedding <=> $3) >= $5
+       OR (o.claim->>'subject' = $6 AND o.claim->>'aspect' = $7))
+ORDER BY distance, id
 LIMIT $8
 """
 

@@ -10,6 +10,7 @@ from engine.consolidation.candidates import (
     IN_SCOPE,
     Neighbour,
     PendingFact,
+    by_key,
     nearest_scan,
     neighbour,
 )
@@ -23,7 +24,7 @@ from engine.store.backlog import consolidated
 # A fact with entities reads the facts that share one through unit_entities' (entity, unit)
 # index and measures only those: the whole bank was measured before, so each fact cost more
 # than the last (3,200 facts: 40 ms; issue 17's 100k-fact journal: consolidation at 18
-# facts/s). The lateral subquery (OFFSET 0 keeps it one) reads each by primary key: with a
+# facts/s). The lateral subquery (`by_key`) reads each by primary key: with a
 # join the planner scanned the scope's index for the whole bank, misled by the tags
 # estimate. A fact without entities meets the facts without entities, from the scope scan.
 _PEER_COLUMNS = """m.id::text AS id, m.text, 1 - (m.embedding <=> $3) AS similarity,
@@ -39,13 +40,10 @@ WITH sharing AS MATERIALIZED (
     WHERE ue.entity_id = ANY($5::uuid[])
       AND NOT EXISTS (SELECT 1 FROM observation_evidence e WHERE e.fact_id = ue.unit_id)
 )
-SELECT p.* FROM sharing s
-CROSS JOIN LATERAL (
-    SELECT {_PEER_COLUMNS}, m.embedding <=> $3 AS distance FROM memory_units m
-    WHERE m.id = s.unit_id AND {_PEER_FILTER}
-    OFFSET 0
-) p
-ORDER BY p.distance, p.id
+SELECT {_PEER_COLUMNS}, m.embedding <=> $3 AS distance FROM sharing s
+CROSS JOIN LATERAL ({by_key("s.unit_id")}) m
+WHERE {_PEER_FILTER}
+ORDER BY distance, id
 LIMIT $7
 """
 # A fact naming popular entities (more mentions in all than PEER_SCAN_MENTIONS) reads its

@@ -3,6 +3,7 @@ query of candidates.py or peers.py for every fact of the batch."""
 
 from __future__ import annotations
 
+from engine.consolidation.candidates import by_key
 from engine.store.backlog import consolidated
 
 # The batch's facts with what their queries need; $2..$4 are parallel arrays.
@@ -23,16 +24,16 @@ f AS MATERIALIZED (
 # read here but among the nearest (candidates.py's RELATED_SCAN_MENTIONS); observations the
 # batch itself writes are applied on top whatever their distance (`_meets`): the bound is
 # there to drop far ones, which the local path never relates to.
-RELATED = """
+RELATED = f"""
 WITH f AS MATERIALIZED (
     SELECT b.id, b.subject, b.aspect, m.embedding, m.tags,
            coalesce(array(SELECT ue.entity_id FROM unit_entities ue WHERE ue.unit_id = m.id),
-                    '{}') AS entities,
+                    '{{}}') AS entities,
            -- its entities whose observations are read here; the popular ones' were looked
            -- for among the nearest observations ($8, $9: candidates.py's nearest_related)
            coalesce(array(SELECT ue.entity_id FROM unit_entities ue
                           JOIN entities e ON e.id = ue.entity_id
-                          WHERE ue.unit_id = m.id AND e.mention_count <= $7), '{}') AS common
+                          WHERE ue.unit_id = m.id AND e.mention_count <= $7), '{{}}') AS common
     FROM unnest($2::uuid[], $3::text[], $4::text[]) AS b(id, subject, aspect)
     JOIN memory_units m ON m.id = b.id AND m.bank_id = $1
 ),
@@ -65,12 +66,8 @@ seen AS MATERIALIZED (
     SELECT m.id, m.text, m.tags, m.embedding, m.created_at, o.claim, o.last_evidence_at
     FROM (SELECT DISTINCT observation_id FROM pairs) c
     JOIN observations o ON o.observation_id = c.observation_id
-    CROSS JOIN LATERAL (
-        SELECT m.* FROM memory_units m
-        WHERE m.id = c.observation_id AND m.bank_id = $1 AND m.fact_type = 'observation'
-          AND m.state = 'active'
-        OFFSET 0
-    ) m
+    CROSS JOIN LATERAL ({by_key("c.observation_id")}) m
+    WHERE m.bank_id = $1 AND m.fact_type = 'observation' AND m.state = 'active'
 ),
 measured AS (
     SELECT p.fact_id, s.id, s.embedding <=> f.embedding AS distance, p.shares,
@@ -115,7 +112,7 @@ CROSS JOIN LATERAL (
           WHERE ue.entity_id = ANY(f.entities)
             AND NOT EXISTS (SELECT 1 FROM observation_evidence e WHERE e.fact_id = ue.unit_id)
     ) s
-    CROSS JOIN LATERAL (SELECT m.* FROM memory_units m WHERE m.id = s.unit_id OFFSET 0) m
+    CROSS JOIN LATERAL ({by_key("s.unit_id")}) m
     WHERE {_PEER_FILTER}
     ORDER BY 8, 1
     LIMIT $6

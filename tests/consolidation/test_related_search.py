@@ -7,10 +7,14 @@ read that still finds the observation the fact belongs to."""
 from __future__ import annotations
 
 import httpx
+import numpy as np
 from consolidation_support import configure, observations, retain, wait_consolidated
 from pgvector import Vector
 
 from engine.consolidation.candidates import (
+    _NEAR_OBSERVATIONS,
+    _RELATED_OBSERVATIONS,
+    MERGE_NEAREST,
     RELATED_SCAN_MENTIONS,
     nearest_related,
     pending_facts,
@@ -18,8 +22,10 @@ from engine.consolidation.candidates import (
 )
 from engine.consolidation.claims import parse_claim
 from engine.consolidation.prefetch import BatchCandidates
+from engine.consolidation.prefetch_sql import RELATED
 from engine.consolidation.thresholds import CANDIDATE_FLOOR, PEER_FACTS, RELATED_OBSERVATIONS
 from engine.db import Pool
+from engine.store.banks import ensure_bank
 
 # The search as it was: every observation of the bank, each read by key and measured.
 _EVERY_OBSERVATION = """
@@ -36,6 +42,9 @@ WHERE o.bank_id = $1 AND m.bank_id = $1 AND m.fact_type = 'observation' AND m.st
 ORDER BY m.embedding <=> $3, m.id
 LIMIT $8
 """
+
+# Observations of the bank written after the statistics were taken.
+OBSERVATIONS = 400
 
 
 def said(speaker: str, text: str, day: int) -> dict[str, str]:
@@ -154,3 +163,66 @@ async def test_a_popular_entitys_observations_are_read_among_the_nearest(
     # Alice's tennis is nearer than Marco's home and names no entity of his: only the
     # observation the fact belongs to is left of the two
     assert two_nearest == [(fact.id, tennis.id)]
+
+
+async def test_candidates_are_read_by_key_on_statistics_from_before_the_banks_observations(
+    pool: Pool, bank_id: str
+) -> None:
+    """An import's closing ANALYZE sees a bank without observations. The searches that read
+    their candidate observations must read each one by key, not by filtering an index scan
+    over the bank's units that the statistics think holds none of them (the observations'
+    scope index at 100,000 facts in bench/entity_skew.py: each candidate cost a scan of every
+    observation, and consolidation fell to ~65 facts/s until autovacuum analysed the table
+    again; a bank-wide index here)."""
+    rng = np.random.default_rng(11)
+    vectors = [Vector(v / np.linalg.norm(v)) for v in rng.normal(size=(OBSERVATIONS, 384))]
+    async with pool.acquire() as conn:
+        await ensure_bank(conn, bank_id)
+        fact = await conn.fetchval(
+            "INSERT INTO memory_units (id, bank_id, fact_type, text, embedding)"
+            " VALUES (gen_random_uuid(), $1, 'world', 'a fact', $2) RETURNING id::text",
+            bank_id,
+            vectors[0],
+        )
+        await conn.execute("ANALYZE memory_units, observations")
+        # In one transaction: autovacuum, analysing the table meanwhile, sees none of the
+        # observations written after the statistics.
+        async with conn.transaction():
+            ids = await conn.fetch(
+                "INSERT INTO memory_units (id, bank_id, fact_type, text, embedding)"
+                " SELECT gen_random_uuid(), $1, 'observation', 'observation ' || n, v"
+                " FROM unnest($2::vector[]) WITH ORDINALITY AS u(v, n) RETURNING id",
+                bank_id,
+                vectors,
+            )
+            await conn.execute(
+                "INSERT INTO observations (observation_id, bank_id, origin)"
+                " SELECT id, $1, 'local' FROM unnest($2::uuid[]) AS u(id)",
+                bank_id,
+                [r["id"] for r in ids],
+            )
+            nearest = [r["id"] for r in ids[:20]]
+            statements = {
+                "RELATED": (
+                    RELATED,
+                    bank_id, [fact], ["marco"], ["tennis"], 0.3, 36, RELATED_SCAN_MENTIONS,
+                    [fact] * len(nearest), nearest,
+                ),
+                "_RELATED_OBSERVATIONS": (
+                    _RELATED_OBSERVATIONS,
+                    bank_id, [], vectors[0], "marco", "tennis", [], 0.3, 20,
+                    RELATED_SCAN_MENTIONS, nearest,
+                ),
+                "_NEAR_OBSERVATIONS": (
+                    _NEAR_OBSERVATIONS,
+                    bank_id, [], vectors[0], nearest[0], 0.9, "marco", "tennis", 8, MERGE_NEAREST,
+                ),
+            }  # fmt: skip
+            plans = {
+                name: "\n".join(r[0] for r in await conn.fetch(f"EXPLAIN {sql}", *args))
+                for name, (sql, *args) in statements.items()
+            }
+    for name, plan in plans.items():
+        # read by key (Index Cond), never found by filtering an index scan of the bank's units
+        assert "Index Cond: (id = " in plan, (name, plan)
+        assert "Filter: ((id = " not in plan, (name, plan)
