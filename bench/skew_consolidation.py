@@ -99,7 +99,8 @@ async def consolidate_in_process(
             f"migrated first: {', '.join(applied)} in {time.perf_counter() - started:.1f} s\n"
         )
     updated = await _unit_updates(dsn)
-    pool = await create_pool(dsn, max_size=2)
+    # The worker's pool (worker/main.py): PostgreSQL chooses generic plans where no worse.
+    pool = await create_pool(dsn, max_size=2, custom_plans=False)
     cpu = ThreadPoolExecutor(CPU_THREADS)
     try:
         for statement in _RESET_OBSERVATIONS:
