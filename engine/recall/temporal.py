@@ -54,6 +54,15 @@ SELECT id::text AS id, 1 - distance AS similarity FROM hits ORDER BY distance, i
 #   ~30 days: 7-125 ms vs 2-71 ms (exact faster in 5 of 7); 92 days: 19-63 ms vs 178-224 ms;
 #   365 days: 18 ms vs 907 ms. Hence 45 days: months exact, seasons and years through HNSW.
 EXACT_WINDOW = timedelta(days=45)
+# A bank held in memory knows how many facts a window holds before ranking any, so a longer
+# window is searched exactly too when it holds at most this many: ranking them costs ~1 µs a
+# fact, and HNSW behind a filter few facts pass is slowest exactly then. Measured at 100k
+# synthetic facts over 4 years (docs/benchmarks.md "The temporal arm's long windows"), exact
+# in memory (thread CPU) vs the HNSW statement (client wall): a quarter or a year with 0-78
+# facts (before the bank's first day or after its last) 0.3-0.7 ms vs 42-53 ms; a quarter,
+# ~6,400 facts, 5.5-8.2 ms vs 16-23 ms (and HNSW missed 0-4 of the 60); a year, ~25,000
+# facts, 27-37 ms vs 5-12 ms.
+EXACT_FACTS: Final = 8000
 # Facts lasting longer than this are indexed by their end (migrations 0025 and 0044; the same
 # literal).
 LONG_LASTING: Final = "interval '744 hours'"
@@ -166,11 +175,13 @@ async def pooled_temporal_arm(
     spread_decay: float,
     fanout: int,
     session: bool = False,
+    exact_facts: int = EXACT_FACTS,
 ) -> ArmResult:
     """`temporal_arm` on a pooled connection, or over the bank held in memory when `cached`
     (engine/recall/temporal_memory.py): then the exact window and the spread send no
-    statement; a window longer than EXACT_WINDOW is still searched through HNSW (the same
-    approximate answer as without the cache)."""
+    statement. A window longer than EXACT_WINDOW is searched exactly in memory too when it
+    holds at most `exact_facts` facts, else through HNSW (the same approximate answer as
+    without the cache)."""
     if cached is None:
         async with pool.acquire() as conn:
             return await temporal_arm(
@@ -191,8 +202,12 @@ async def pooled_temporal_arm(
     window = clamp_window(window)
     graph, cpu = cached
     loop = asyncio.get_running_loop()
-    if window.end - window.start <= EXACT_WINDOW:
-        hits = await loop.run_in_executor(cpu, window_hits, graph, request, vector, window, limit)
+    most = None if window.end - window.start <= EXACT_WINDOW else exact_facts
+    found = await loop.run_in_executor(
+        cpu, window_hits, graph, request, vector, window, limit, most
+    )
+    if found is not None:
+        hits = found
     else:
         async with pool.acquire() as conn:
             hits = await _window_hits(conn, request, vector, window, limit, ef_search, session)

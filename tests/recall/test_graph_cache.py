@@ -10,8 +10,11 @@ from dataclasses import fields, replace
 from datetime import timedelta
 from typing import TypedDict
 
+import asyncpg
 import httpx
 import numpy as np
+import pytest
+from pgvector import Vector
 
 from engine.db import Pool, create_pool
 from engine.embedding import Embedder
@@ -19,6 +22,7 @@ from engine.lifecycle.access import AccessBuffer
 from engine.lifecycle.supersession import Supersession, supersede
 from engine.recall.candidates import fetch_rows
 from engine.recall.config import RecallConfig
+from engine.recall.filters import filter_args
 from engine.recall.graph import GraphWalk, graph_work
 from engine.recall.graph_cache import ChangePruner, GraphCache, graph_cache_for
 from engine.recall.graph_memory import BankGraph
@@ -26,7 +30,13 @@ from engine.recall.graph_sql import specificity_sql
 from engine.recall.graph_types import GraphWork, Step
 from engine.recall.names import name_keys
 from engine.recall.query import embed_query
-from engine.recall.temporal import pooled_temporal_arm, temporal_arm
+from engine.recall.temporal import (
+    EXACT_FACTS,
+    EXACT_WINDOW,
+    exact_window_sql,
+    pooled_temporal_arm,
+    temporal_arm,
+)
 from engine.recall.types import ArmResult, Budget, FloatVector, RecallRequest, TimeWindow
 from engram.postgres import EmbeddedPostgres
 from recall.recall_support import BASE, Banks
@@ -308,16 +318,19 @@ async def test_the_cached_temporal_arm_finds_the_sql_arms_facts(
                     RecallRequest(bank, query, tags=("x",), tags_match="any_strict"),
                     RecallRequest(bank, query, include_superseded=True, include_archived=True),
                 ):
-                    for window, pool in (
+                    for window, pool, exact_facts in (
                         # exact: by date in memory, nothing sent
                         (
                             TimeWindow(moment - timedelta(days=3), moment + timedelta(days=4)),
                             closed,
+                            EXACT_FACTS,
                         ),
-                        # longer than EXACT_WINDOW: HNSW in SQL, the spread in memory
+                        # longer than EXACT_WINDOW and holding more than `exact_facts`: HNSW
+                        # in SQL, the spread in memory
                         (
                             TimeWindow(moment - timedelta(days=90), moment + timedelta(days=90)),
                             recall_pool,
+                            0,
                         ),
                     ):
                         knobs = _Knobs(limit=10, ef_search=40, spread_seeds=5, fanout=12)
@@ -326,7 +339,14 @@ async def test_the_cached_temporal_arm_finds_the_sql_arms_facts(
                                 conn, request, vector, window, spread_decay=0.5, **knobs
                             )
                         mem = await pooled_temporal_arm(
-                            pool, (graph, cpu), request, vector, window, spread_decay=0.5, **knobs
+                            pool,
+                            (graph, cpu),
+                            request,
+                            vector,
+                            window,
+                            spread_decay=0.5,
+                            exact_facts=exact_facts,
+                            **knobs,
                         )
                         assert [h.unit_id for h in mem.hits] == [h.unit_id for h in sql.hits], (
                             bank,
@@ -344,6 +364,69 @@ async def test_the_cached_temporal_arm_finds_the_sql_arms_facts(
                                 )
                             spread += len({h.unit_id for h in sql.hits} - set(_ids(alone)))
     assert compared > 100 and spread > 0  # windows held facts, and some came by the spread
+    await cache.close()
+
+
+async def test_a_long_window_holding_few_facts_is_ranked_exactly_in_memory(
+    recall_pool: Pool,
+    postgres: EmbeddedPostgres,
+    embedder: Embedder,
+    cpu: ThreadPoolExecutor,
+    banks: Banks,
+) -> None:
+    """A season or a year the bank has few facts in is where HNSW behind a date filter is
+    slowest and misses most: the held bank counts the window's facts first, and when they
+    are at most EXACT_FACTS ranks them all, sending nothing; the answer is the exact
+    statement's."""
+    cache = graph_cache_for(RecallConfig(), recall_pool, cpu, 64 * 2**20)
+    closed = await create_pool(postgres.create_database("t_graph_cache_closed2"), min_size=0)
+    await closed.close()
+    knobs = _Knobs(limit=10, ef_search=40, spread_seeds=5, fanout=12)
+    compared = 0
+    for bank in (banks.window, banks.main, banks.depth):
+        graph = await cache.read(bank)
+        assert graph is not None and len(graph.facts.ids) < EXACT_FACTS
+        async with recall_pool.acquire() as conn:
+            first = await conn.fetchval(
+                "SELECT min(coalesce(occurred_start, mentioned_at)) FROM memory_units"
+                " WHERE bank_id = $1",
+                bank,
+            )
+        # a year around the bank's first day: longer than EXACT_WINDOW, and part empty
+        window = TimeWindow(first - timedelta(days=300), first + timedelta(days=65))
+        assert window.end - window.start > EXACT_WINDOW
+        for query in QUERIES:
+            request = RecallRequest(bank, query)
+            vector = embed_query(embedder, query).vector
+            mem = await pooled_temporal_arm(
+                closed, (graph, cpu), request, vector, window, spread_decay=0.0, **knobs
+            )
+            async with recall_pool.acquire() as conn:
+                exact = await conn.fetch(
+                    exact_window_sql(request.tags_match),
+                    *filter_args(request),
+                    Vector(vector),
+                    window.start,
+                    window.end,
+                    knobs["limit"],
+                )
+            assert [h.unit_id for h in mem.hits] == [r["id"] for r in exact], (bank, query)
+            for hit, row in zip(mem.hits, exact, strict=True):
+                assert math.isclose(hit.score, row["similarity"], abs_tol=1e-6)
+            compared += len(exact)
+            # over the bound, the window goes to the HNSW statement: the closed pool fails
+            with pytest.raises(asyncpg.InterfaceError):
+                await pooled_temporal_arm(
+                    closed,
+                    (graph, cpu),
+                    request,
+                    vector,
+                    window,
+                    spread_decay=0.0,
+                    exact_facts=0,
+                    **knobs,
+                )
+    assert compared > 20
     await cache.close()
 
 
