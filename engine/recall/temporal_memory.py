@@ -17,8 +17,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+from numpy.typing import NDArray
 
-from engine.recall.graph_memory import BankGraph, FactQuery, instant, visible_for
+from engine.recall.graph_memory import BankGraph, Dates, FactQuery, instant, visible_for
 from engine.recall.types import ArmHit, FloatVector, RecallRequest, TimeWindow
 
 
@@ -33,12 +34,7 @@ def window_hits(
     """exact_window_sql over the cache: the `limit` visible in-window facts nearest the query;
     None, without ranking any, when the window holds more than `most` facts (visible or not:
     the cost is one distance per fact in it, ~1 µs at 384 dimensions)."""
-    dates = graph.dates
-    start, end = instant(window.start), instant(window.end)
-    occurred = dates.dated & (dates.start < end) & (dates.end >= start)
-    mentioned = dates.mentioned & (dates.mentioned_at >= start) & (dates.mentioned_at < end)
-    inside = occurred | (~dates.dated & mentioned)
-    units = np.flatnonzero(inside).astype(np.int32)
+    units = in_window(graph.dates, window)
     if most is not None and len(units) > most:
         return None
     query = FactQuery(graph, vector, visible_for(request))
@@ -49,6 +45,16 @@ def window_hits(
     order = np.lexsort((units, distances))[:limit]
     ids = graph.facts.ids
     return [ArmHit(ids[units[k]], float(1 - distances[k])) for k in order.tolist()]
+
+
+def in_window(dates: Dates, window: TimeWindow) -> NDArray[np.int32]:
+    """The facts inside the window, visible or not, in index order."""
+    start, end = instant(window.start), instant(window.end)
+    occurred = dates.dated & (dates.start < end) & (dates.end >= start)
+    mentioned = dates.mentioned & (dates.mentioned_at >= start) & (dates.mentioned_at < end)
+    inside = occurred | (~dates.dated & mentioned)
+    units: NDArray[np.int32] = np.flatnonzero(inside).astype(np.int32)
+    return units
 
 
 def spread_hits(
