@@ -27,7 +27,6 @@ import sys
 from collections import Counter
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime
 from functools import partial
 from pathlib import Path
 
@@ -35,15 +34,13 @@ import numpy as np
 from numpy.typing import NDArray
 
 from bench.locomo_data import DEFAULT_DATA, load_locomo, parse_selection
-from bench.locomo_rank_fit import _EVIDENCE_DIA_IDS, KNOBS, TIER, Record, _dia_ids, _mmr
-from bench.locomo_rank_fit import _Recorder as _RankRecorder
+from bench.locomo_rank_fit import EVIDENCE_DIA_IDS, KNOBS, TIER, Record, Recorder, dia_ids, mmr
 from engine.db import create_pool
 from engine.embedding import load_embedder
 from engine.recall.config import RecallConfig
-from engine.recall.query import QueryVectors
 from engine.recall.rerank import MaxSimReranker
 from engine.recall.token_cache import TokenVectorCache
-from engine.recall.types import CandidateRow, Fused, Ranked, RecallRequest, TimeWindow
+from engine.recall.types import CandidateRow, RecallRequest
 from engine.text import tokenize
 
 Vector = NDArray[np.float64]
@@ -51,22 +48,11 @@ _DF = "SELECT term, df FROM bank_term_stats WHERE bank_id = $1"
 _N = "SELECT unit_count FROM bank_stats WHERE bank_id = $1"
 
 
-class _Recorder(_RankRecorder):
-    def _rank(
-        self,
-        request: RecallRequest,
-        vectors: QueryVectors,
-        rows: list[CandidateRow],
-        fused: list[Fused],
-        reference: datetime,
-        window: TimeWindow | None,
-        asks_time: bool = False,
-    ) -> Ranked:
-        ranked = super()._rank(request, vectors, rows, fused, reference, window, asks_time)
-        self.records[-1]["terms"] = [sorted(set(tokenize(r.text))) for r in rows]
-        self.records[-1]["ents"] = [sorted(r.entity_ids) for r in rows]
-        self.records[-1]["qterms"] = sorted(set(tokenize(request.query)))
-        return ranked
+class _Recorder(Recorder):
+    def more(self, record: Record, request: RecallRequest, rows: list[CandidateRow]) -> None:
+        record["terms"] = [sorted(set(tokenize(r.text))) for r in rows]
+        record["ents"] = [sorted(r.entity_ids) for r in rows]
+        record["qterms"] = sorted(set(tokenize(request.query)))
 
 
 async def record(args: argparse.Namespace) -> list[Record]:
@@ -92,7 +78,7 @@ async def record(args: argparse.Namespace) -> list[Record]:
             async with pool.acquire() as conn:
                 evidence = {
                     r["observation_id"]: list(r["dia_ids"])
-                    for r in await conn.fetch(_EVIDENCE_DIA_IDS, bank)
+                    for r in await conn.fetch(EVIDENCE_DIA_IDS, bank)
                 }
                 df = {r["term"]: int(r["df"]) for r in await conn.fetch(_DF, bank)}
                 units = int(await conn.fetchval(_N, bank) or 1)
@@ -148,12 +134,12 @@ def base_final(r: Record, knobs: dict[str, float], k: int = 60) -> Vector:
 def recall_of(r: Record, final: Vector, lam: float) -> float:
     by_final = sorted(range(len(final)), key=lambda i: (-final[i], i))
     embeddings = r["emb"][by_final]
-    order = [by_final[j] for j in _mmr(final[by_final], embeddings @ embeddings.T, lam)]
+    order = [by_final[j] for j in mmr(final[by_final], embeddings @ embeddings.T, lam)]
     if r["haswin"]:
         order.sort(key=lambda i: TIER[r["tier"][i]])
     seen: dict[str, None] = {}
     for i in order:
-        for dia_id in _dia_ids(r["dia"][i]):
+        for dia_id in dia_ids(r["dia"][i]):
             seen.setdefault(dia_id)
         if len(seen) >= 10:
             break
@@ -256,10 +242,14 @@ def run_eval(args: argparse.Namespace) -> None:
         h: Counter(r["cat"] for r in records if r["train"] == (h == "train"))
         for h in ("train", "held out")
     }
+    # A half with no question (every recorded conversation trains, or none does) is left out.
+    halves = tuple(h for h in ("train", "held out") if counts[h])
+    if "train" not in halves:
+        raise SystemExit(f"no recorded conversation is in --train {args.train}")
     defaults = RecallConfig()
     knobs = {name: float(getattr(defaults, name)) for name in KNOBS}
-    base = evaluate(records, knobs, None, 0.0)
-    for half in ("train", "held out"):
+    base = evaluate(records, knobs, None, 0.0, halves)
+    for half in halves:
         print(line(f"defaults, {half}", base[half], counts[half]))
     variants: list[tuple[str, Extra]] = []
     for depth, terms, min_idf in itertools.product((3, 5, 10), (10, 30), (2.0,)):
@@ -292,8 +282,8 @@ def run_eval(args: argparse.Namespace) -> None:
                 best = (objective, weight, figures)
         assert best is not None
         _, weight, _ = best
-        figures = evaluate(records, knobs, extra, weight)
-        for half in ("train", "held out"):
+        figures = evaluate(records, knobs, extra, weight, halves)
+        for half in halves:
             print(line(f"{label} w={weight} {half}", figures[half], counts[half]), flush=True)
 
 

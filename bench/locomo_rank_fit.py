@@ -60,7 +60,7 @@ KNOBS: dict[str, tuple[float, float, float]] = {
 
 
 # An observation's evidence as dia_ids (the turns of the facts it was consolidated from).
-_EVIDENCE_DIA_IDS = """
+EVIDENCE_DIA_IDS = """
 SELECT e.observation_id::text AS observation_id,
        array_agg(DISTINCT f.metadata->>'dia_id') AS dia_ids
 FROM observation_evidence e JOIN memory_units f ON f.id = e.fact_id
@@ -69,7 +69,7 @@ GROUP BY e.observation_id
 """
 
 
-class _Recorder(RecallEngine):
+class Recorder(RecallEngine):
     """The engine, keeping each query's reranked candidates on the side."""
 
     records: list[Record]
@@ -108,7 +108,11 @@ class _Recorder(RecallEngine):
                 "observation": np.array([r.fact_type == "observation" for r in rows], dtype=float),
             }
         )
+        self.more(self.records[-1], request, rows)
         return ranked
+
+    def more(self, record: Record, request: RecallRequest, rows: list[CandidateRow]) -> None:
+        """What a subclass keeps besides (bench/locomo_feedback.py)."""
 
 
 async def record(args: argparse.Namespace) -> list[Record]:
@@ -117,7 +121,7 @@ async def record(args: argparse.Namespace) -> list[Record]:
     embedder = load_embedder("minilm", None)
     pool = await create_pool(args.dsn, max_size=4)
     config = RecallConfig()
-    engine = _Recorder(
+    engine = Recorder(
         pool,
         embedder,
         ThreadPoolExecutor(2),
@@ -134,7 +138,7 @@ async def record(args: argparse.Namespace) -> list[Record]:
                 evidence = {
                     r["observation_id"]: list(r["dia_ids"])
                     for r in await conn.fetch(
-                        _EVIDENCE_DIA_IDS, f"{args.prefix}{conversation.sample_id}"
+                        EVIDENCE_DIA_IDS, f"{args.prefix}{conversation.sample_id}"
                     )
                 }
             for question in conversation.questions:
@@ -162,11 +166,11 @@ def _normalise(values: Vector) -> Vector:
     return (values - low) / (high - low) if high > low else np.ones_like(values)
 
 
-def _dia_ids(value: str) -> list[str]:
+def dia_ids(value: str) -> list[str]:
     return [x for x in value.replace(";", ",").replace(" ", ",").split(",") if x]
 
 
-def _mmr(relevance: Vector, similarity: NDArray[np.float32], lam: float) -> list[int]:
+def mmr(relevance: Vector, similarity: NDArray[np.float32], lam: float) -> list[int]:
     """engine/recall/mmr.py's order."""
     rel = _normalise(relevance)
     n = len(rel)
@@ -201,13 +205,13 @@ def recall_at_10(r: Record, knobs: dict[str, float], k: int = 60) -> float:
     by_final = sorted(range(len(final)), key=lambda i: (-final[i], i))
     embeddings = r["emb"][by_final]
     order = [
-        by_final[j] for j in _mmr(final[by_final], embeddings @ embeddings.T, knobs["mmr_lambda"])
+        by_final[j] for j in mmr(final[by_final], embeddings @ embeddings.T, knobs["mmr_lambda"])
     ]
     if r["haswin"]:
         order.sort(key=lambda i: TIER[r["tier"][i]])
     seen: dict[str, None] = {}
     for i in order:
-        for dia_id in _dia_ids(r["dia"][i]):
+        for dia_id in dia_ids(r["dia"][i]):
             seen.setdefault(dia_id)
         if len(seen) >= 10:
             break

@@ -24,9 +24,9 @@ from bench.in_process import bench_database
 from bench.recall_latency import BANK, DEFAULT_DATA_DIR
 from engine.db import migrate
 from engine.embedding import load_embedder
-from engine.lifecycle.access import _REINFORCE, DEFAULT_STEP, reinforce
+from engine.lifecycle.access import DEFAULT_STEP, REINFORCE_SQL, reinforce
 from engine.lifecycle.importance import BASE as NEUTRAL_IMPORTANCE
-from engine.lifecycle.maintenance import _FOLD_AND_DECAY
+from engine.lifecycle.maintenance import FOLD_AND_DECAY_SQL
 from engine.lifecycle.payloads import BATCH_SIZE
 from engine.lifecycle.policy import LifecyclePolicy
 
@@ -68,9 +68,9 @@ async def run(database_url: str, ids_wanted: int, runs: int) -> None:
         now = datetime.now(UTC)
         flush = (BANK, ids, now, DEFAULT_STEP, counts)
         print(f"bank {BANK}: a flush of {len(ids):,} facts, {runs} runs each", flush=True)
-        await explain(conn, "first flush (inserts the side rows)", _REINFORCE, flush, runs)
+        await explain(conn, "first flush (inserts the side rows)", REINFORCE_SQL, flush, runs)
         await reinforce(conn, BANK, dict(zip(ids, counts, strict=True)), now)
-        await explain(conn, "a later flush (updates them)", _REINFORCE, flush, runs)
+        await explain(conn, "a later flush (updates them)", REINFORCE_SQL, flush, runs)
         batch = [
             r["id"]
             for r in await conn.fetch(
@@ -99,7 +99,7 @@ async def run(database_url: str, ids_wanted: int, runs: int) -> None:
         await explain(
             conn,
             f"a lifecycle batch of {len(batch)} facts, {pending} with side rows: fold and decay",
-            _FOLD_AND_DECAY,
+            FOLD_AND_DECAY_SQL,
             decay,
             runs,
         )

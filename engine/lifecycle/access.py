@@ -41,7 +41,7 @@ log = logging.getLogger(__name__)
 # the lifecycle folding a range of them skips those a flush holds, so it never waits for one,
 # while a flush waits for the fold's transaction to end and then adds a new row: no access is
 # lost to the lifecycle.
-_REINFORCE = """
+REINFORCE_SQL = """
 INSERT INTO fact_access AS f (bank_id, fact_id, accesses, last_accessed_at, keep)
 SELECT $1, a.id, a.n, $3, power(1 - $4::float8, a.n)
 FROM unnest($2::uuid[], $5::int[]) AS a(id, n)
@@ -68,7 +68,7 @@ async def reinforce(
     if not counts:
         return 0
     ids = sorted(counts)
-    status = await conn.execute(_REINFORCE, bank_id, ids, now, step, [counts[i] for i in ids])
+    status = await conn.execute(REINFORCE_SQL, bank_id, ids, now, step, [counts[i] for i in ids])
     return int(status.rsplit(" ", 1)[-1])
 
 

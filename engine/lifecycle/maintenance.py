@@ -66,7 +66,7 @@ FOR UPDATE
 # row version each: folding first and decaying after, a fact accessed since the last run
 # would be written twice, and on a page with room for one more version the second would go
 # through every index, HNSW included. Side rows a flush holds are left for the next run.
-_FOLD_AND_DECAY = f"""
+FOLD_AND_DECAY_SQL = f"""
 WITH {folding("$1", id_range("$7", "$8"))}, due AS (
     SELECT id FROM memory_units
     WHERE bank_id = $1 AND id = ANY($2::uuid[]) AND state = 'active'
@@ -248,7 +248,7 @@ async def run_batch(
         # the last batch (a short one) folds every id after its first
         upto = str(ids[-1]) if len(ids) == size else None
         decayed = await conn.fetchval(
-            _FOLD_AND_DECAY,
+            FOLD_AND_DECAY_SQL,
             bank_id,
             ids,
             policy.decay_rate,
