@@ -259,6 +259,23 @@ def _r_year(m: re.Match[str], ctx: Context) -> DayRange | None:
     return apply_mod(m.group("mod"), year_range(int(m.group("y"))))
 
 
+def _r_year_span(m: re.Match[str], ctx: Context) -> DayRange | None:
+    """ "from 2019 to 2021", "2019–2021", "between 2019 and 2021": both years whole ("2019
+    and 2021" alone may be two years apart, so "and" takes "between")."""
+    if m.group("and") and not m.group("between"):
+        return None
+    first, last = int(m.group("y")), int(m.group("y2"))
+    if first >= last:
+        return None
+    return year_range(first)[0], year_range(last)[1]
+
+
+def _r_decade(m: re.Match[str], ctx: Context) -> DayRange | None:
+    """ "the 1990s": 1 Jan 1990 to 31 Dec 1999."""
+    first = int(m.group("dec")) * 10
+    return year_range(first)[0], year_range(first + 9)[1]
+
+
 def _r_season_rel(m: re.Match[str], ctx: Context) -> DayRange | None:
     rel = " ".join(m.group("rel").lower().split())
     name, ref = m.group("s").lower(), ctx.ref
@@ -360,6 +377,15 @@ RULES: tuple[tuple[re.Pattern[str], Rule], ...] = (
         ),
         _r_year,
     ),
+    (
+        re.compile(
+            r"\b(?:(?P<between>between)\s+|from\s+)?(?P<y>(?:19|20)\d{2})\s*"
+            r"(?:-|–|to|till|until|through|(?P<and>and))\s*" + YEAR_RE.replace("<y>", "<y2>"),
+            ICASE,
+        ),
+        _r_year_span,
+    ),
+    (re.compile(r"\b(?P<dec>(?:19|20)\d)0['’]?s\b", ICASE), _r_decade),
     (
         re.compile(r"\b" + REL_RE + r"\s+(?P<s>spring|summer|autumn|fall|winter)\b", ICASE),
         _r_season_rel,

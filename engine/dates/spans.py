@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime
 
 from engine.chinese import default_segmenter, has_han
@@ -33,7 +33,8 @@ class TimeSpan:
 def find_time_spans(text: str, reference: datetime) -> list[TimeSpan]:
     """Every time expression in `text`, resolved against `reference`, in text order.
 
-    Of overlapping candidates the longest wins ("in June 2023" is June 2023, not "in June").
+    Of overlapping candidates the one naming the longest date wins, a leading preposition not
+    counted ("during August 2021" is August 2021, not "during August" of the reference year).
     Chinese expressions are matched on the text with Traditional characters folded to
     Simplified ("上週" is "上周"), when the folding keeps every offset.
     """
@@ -43,12 +44,13 @@ def find_time_spans(text: str, reference: datetime) -> list[TimeSpan]:
         return []
     ref_dt = reference if reference.tzinfo is not None else reference.replace(tzinfo=UTC)
     ctx = Context(text=text, ref=ref_dt.date())
-    found: list[tuple[int, int, DayRange]] = []
+    # (start, end, where the date itself starts, range)
+    found: list[tuple[int, int, int, DayRange]] = []
     for pattern, resolve in RULES if english else ():
         for m in pattern.finditer(text):
             rng = _resolved(resolve, m, ctx)
             if rng is not None and rng[0] < rng[1]:
-                found.append((m.start(), m.end(), rng))
+                found.append((m.start(), m.end(), _date_start(m), rng))
     if chinese:
         folded = default_segmenter().simplified(text)
         folded = folded if len(folded) == len(text) else text
@@ -56,14 +58,14 @@ def find_time_spans(text: str, reference: datetime) -> list[TimeSpan]:
             for m in pattern.finditer(folded):
                 rng = resolve_zh(m, ctx.ref, folded)
                 if rng is not None and rng[0] < rng[1]:
-                    found.append((m.start(), m.end(), rng))
-    found.sort(key=lambda f: (f[0] - f[1], f[0]))
-    kept: list[tuple[int, int, DayRange]] = []
+                    found.append((m.start(), m.end(), m.start(), rng))
+    found.sort(key=lambda f: (f[2] - f[1], f[0] - f[1], f[0]))
+    kept: list[tuple[int, int, int, DayRange]] = []
     for cand in found:
         if all(cand[1] <= k[0] or k[1] <= cand[0] for k in kept):
             kept.append(cand)
     spans: list[TimeSpan] = []
-    for start, end, (first, after) in sorted(kept, key=lambda f: f[0]):
+    for start, end, _, (first, after) in sorted(kept, key=lambda f: f[0]):
         span = TimeSpan(
             start=midnight(first, ref_dt),
             end=midnight(after, ref_dt),
@@ -74,6 +76,16 @@ def find_time_spans(text: str, reference: datetime) -> list[TimeSpan]:
         if _storable(span):
             spans.append(span)
     return spans
+
+
+def _date_start(m: re.Match[str]) -> int:
+    """Where the date of a rule's match starts: after its preposition, if it has one."""
+    if "prep" not in m.re.groupindex or m.group("prep") is None:
+        return m.start()
+    start = m.end("prep")
+    while start < m.end() and m.string[start].isspace():
+        start += 1
+    return start
 
 
 def _resolved(resolve: Rule, m: re.Match[str], ctx: Context) -> DayRange | None:
@@ -130,10 +142,53 @@ def _bare_year(m: re.Match[str], ref_dt: datetime) -> TimeSpan | None:
     )
 
 
+# A query's time named after one of these asks for one side of it: what came "before 2020",
+# what happened "since 2020". Keys: the phrase, lower-cased with single spaces.
+_OPEN_END = {
+    "before": "start",  # the window ends where the time starts
+    "prior to": "start",
+    "earlier than": "start",
+    "until": "end",  # ... where it ends ("until March": March included)
+    "till": "end",
+    "up to": "end",
+}
+_OPEN_START = {"since": "start", "after": "end", "later than": "end"}
+_BOUND = r"(?P<w>before|prior\s+to|earlier\s+than|until|till|up\s+to|since|after|later\s+than)"
+_BOUND_BEFORE = re.compile(r"\b" + _BOUND + r"\s+(?:the\s+)?$", re.IGNORECASE)
+_BOUND_LEADING = re.compile(_BOUND + r"\b", re.IGNORECASE)
+
+
+def _bounded(span: TimeSpan, query: str) -> TimeSpan:
+    """The span, open on one side when a bound word leads it ("before 2020": from the
+    earliest instant engine/limits.py admits up to 1 Jan 2020)."""
+    m = _BOUND_LEADING.match(span.expression) or _BOUND_BEFORE.search(query, 0, span.char_start)
+    if m is None:
+        return span
+    word = " ".join(m.group("w").lower().split())
+    if word in _OPEN_END:
+        end = span.start if _OPEN_END[word] == "start" else span.end
+        return replace(span, start=EARLIEST_INSTANT, end=end)
+    start = span.start if _OPEN_START[word] == "start" else span.end
+    return replace(span, start=start, end=LATEST_INSTANT)
+
+
+def _intersection(spans: Sequence[TimeSpan], text: str) -> TimeSpan | None:
+    """What every span holds ("after May 2023 and before 2024"), None if nothing."""
+    start, end = max(s.start for s in spans), min(s.end for s in spans)
+    if start >= end:
+        return None
+    char_start = min(s.char_start for s in spans)
+    char_end = max(s.char_end for s in spans)
+    return TimeSpan(start, end, text[char_start:char_end], char_start, char_end)
+
+
 def parse_query_window(query: str, reference: datetime) -> TimeSpan | None:
     """The single best time window of a search query, or None when it names no time.
 
-    Unlike text, a query's bare year counts ("Caroline pride parade 2022").
+    Unlike text, a query's bare year counts ("Caroline pride parade 2022"), and a bound word
+    opens the window on one side ("before 2020", "since May 2023", "after June 2023": from
+    1 July 2023 on); several times of which one is so bounded are intersected, the others
+    merged (merge_spans).
     """
     spans = find_time_spans(query, reference)
     if not spans:
@@ -143,4 +198,7 @@ def parse_query_window(query: str, reference: datetime) -> TimeSpan | None:
             for m in _BARE_YEAR.finditer(query)
             if (span := _bare_year(m, ref_dt)) is not None and _storable(span)
         ]
+    bounded = [_bounded(span, query) for span in spans]
+    if bounded != spans:
+        return _intersection(bounded, query) or merge_spans(spans, query)
     return merge_spans(spans, query)

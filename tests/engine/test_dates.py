@@ -58,6 +58,19 @@ def days(span: TimeSpan) -> tuple[date, date]:
         ("winter 2022", "winter 2022", date(2022, 12, 1), date(2023, 2, 28)),
         ("first week of May 2023", "first week of May 2023", date(2023, 5, 1), date(2023, 5, 7)),
         ("early 2022", "early 2022", date(2022, 1, 1), date(2022, 4, 30)),
+        # A preposition before "Month Year" does not make the month the reference year's.
+        ("lived here since May 2020", "May 2020", date(2020, 5, 1), date(2020, 5, 31)),
+        ("during August 2021", "August 2021", date(2021, 8, 1), date(2021, 8, 31)),
+        ("around March 2022", "March 2022", date(2022, 3, 1), date(2022, 3, 31)),
+        (
+            "from 2019 to 2021 she studied",
+            "from 2019 to 2021",
+            date(2019, 1, 1),
+            date(2021, 12, 31),
+        ),
+        ("between 2019 and 2021", "between 2019 and 2021", date(2019, 1, 1), date(2021, 12, 31)),
+        ("the 2019–2021 season", "2019–2021", date(2019, 1, 1), date(2021, 12, 31)),
+        ("music of the 1990s", "1990s", date(1990, 1, 1), date(1999, 12, 31)),
         (
             "from June to August 2023",
             "from June to August 2023",
@@ -155,6 +168,40 @@ def test_slash_date_is_month_first_unless_impossible() -> None:
 
 def test_longest_expression_wins_over_overlapping_ones() -> None:
     assert only_span("the last week of August 2023").expression == "the last week of August 2023"
+
+
+def test_two_years_joined_by_and_are_no_range() -> None:
+    assert only_span("in 2019 and 2021").expression == "in 2019"
+
+
+@pytest.mark.parametrize(
+    ("query", "start", "end"),
+    [
+        ("what did she do before 2020", EARLIEST_INSTANT, datetime(2020, 1, 1, tzinfo=UTC)),
+        ("prior to June 2023", EARLIEST_INSTANT, datetime(2023, 6, 1, tzinfo=UTC)),
+        ("until March 2024", EARLIEST_INSTANT, datetime(2024, 4, 1, tzinfo=UTC)),
+        ("since 2022", datetime(2022, 1, 1, tzinfo=UTC), LATEST_INSTANT),
+        ("after June 2023", datetime(2023, 7, 1, tzinfo=UTC), LATEST_INSTANT),
+        ("parade after 2022", datetime(2023, 1, 1, tzinfo=UTC), LATEST_INSTANT),
+        (
+            "after May 2023 and before 2024",
+            datetime(2023, 6, 1, tzinfo=UTC),
+            datetime(2024, 1, 1, tzinfo=UTC),
+        ),
+    ],
+)
+def test_a_bound_word_opens_the_query_window_on_one_side(
+    query: str, start: datetime, end: datetime
+) -> None:
+    window = parse_query_window(query, REF)
+    assert window is not None
+    assert (window.start, window.end) == (start, end)
+
+
+def test_bounds_that_exclude_each_other_fall_back_to_the_times_named() -> None:
+    window = parse_query_window("after 2030 and before 2020", REF)
+    assert window is not None
+    assert days(window) == (date(2020, 1, 1), date(2030, 12, 31))
 
 
 def test_several_expressions_are_returned_in_text_order() -> None:

@@ -44,6 +44,23 @@ async def test_facts_inside_the_named_window_rank_first(
         assert placements[banks.ids["alice-december"]] == "outside"
 
 
+async def test_a_bound_word_opens_the_window_on_one_side(
+    client: httpx.AsyncClient, banks: Banks
+) -> None:
+    # "before October 2024": March and April, not October itself; "after April 2024":
+    # October and December. Read as the month alone, both put October first.
+    for query, inside in (
+        ("What did Alice do before October 2024?", {"alice-march", "alice-april"}),
+        ("What did Alice do after April 2024?", {"alice-october", "alice-december"}),
+    ):
+        body = await recall(client, banks.window, query)
+        ranked = [r["id"] for r in body["results"]]
+        expected = {banks.ids[name] for name in inside}
+        assert set(ranked[:2]) == expected, (query, [r["text"] for r in body["results"]])
+        placements = {p["id"]: p["placement"] for p in body["trace"]["window"]["results"]}
+        assert {i for i, p in placements.items() if p == "inside"} == expected, query
+
+
 async def test_the_reranker_alone_would_have_put_december_first(
     client: httpx.AsyncClient, banks: Banks
 ) -> None:
