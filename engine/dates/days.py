@@ -46,6 +46,33 @@ def last_weekend(ref: date) -> date:
     return saturday if saturday + timedelta(days=2) <= ref else saturday - timedelta(days=7)
 
 
+def ago(lo: int, hi: int, unit: str, ref: date) -> DayRange:
+    """ "two weeks ago" said on `ref` (lo to hi units back, per the package's conventions)."""
+    if unit == "day":
+        return ref - timedelta(days=hi), ref - timedelta(days=lo - 1)
+    if unit == "week":
+        return ref - timedelta(days=7 * hi), ref - timedelta(days=7 * lo - 7)
+    if unit == "weekend":
+        sat = last_weekend(ref)
+        return sat - timedelta(days=7 * (hi - 1)), sat - timedelta(days=7 * (lo - 1) - 2)
+    if unit == "month":
+        return add_months(ref, -hi), add_months(ref, -lo + 1)
+    return date(ref.year - hi, 1, 1), date(ref.year - lo + 1, 1, 1)
+
+
+def ahead(lo: int, hi: int, unit: str, ref: date) -> DayRange | None:
+    """ "in two weeks" said on `ref`: the future mirror of `ago` (None for weekends)."""
+    if unit == "day":
+        return ref + timedelta(days=lo), ref + timedelta(days=hi + 1)
+    if unit == "week":
+        return ref + timedelta(days=7 * lo - 6), ref + timedelta(days=7 * hi + 1)
+    if unit == "month":
+        return add_months(ref, lo), add_months(ref, hi + 1)
+    if unit == "year":
+        return date(ref.year + lo, 1, 1), date(ref.year + hi + 1, 1, 1)
+    return None
+
+
 def apply_mod(mod: str | None, rng: DayRange) -> DayRange:
     """Narrow a range by a modifier: thirds by days, or an ordinal week / weekend."""
     if not mod:

@@ -14,6 +14,8 @@ import dateparser
 from engine.dates.days import (
     DayRange,
     add_months,
+    ago,
+    ahead,
     apply_mod,
     day_range,
     last_weekend,
@@ -113,34 +115,15 @@ def _r_rel_unit(m: re.Match[str], ctx: Context) -> DayRange | None:
 
 def _r_ago(m: re.Match[str], ctx: Context) -> DayRange | None:
     lo, hi = quantity(m.group("qty"))
-    unit, ref = m.group("unit").lower(), ctx.ref
-    if unit == "day":
-        return ref - timedelta(days=hi), ref - timedelta(days=lo - 1)
-    if unit == "week":
-        return ref - timedelta(days=7 * hi), ref - timedelta(days=7 * lo - 7)
-    if unit == "weekend":
-        sat = last_weekend(ref)
-        return sat - timedelta(days=7 * (hi - 1)), sat - timedelta(days=7 * (lo - 1) - 2)
-    if unit == "month":
-        return add_months(ref, -hi), add_months(ref, -lo + 1)
-    return date(ref.year - hi, 1, 1), date(ref.year - lo + 1, 1, 1)
+    return ago(lo, hi, m.group("unit").lower(), ctx.ref)
 
 
 def _r_in(m: re.Match[str], ctx: Context) -> DayRange | None:
     """ "in two days", "three weeks from now": the future mirror of `_r_ago`."""
-    lo, hi = quantity(m.group("qty"))
-    unit, ref = m.group("unit").lower(), ctx.ref
     if m.group(0).lower().split()[-2:] == ["a", "day"]:
         return None  # "Rome wasn't built in a day"
-    if unit == "day":
-        return ref + timedelta(days=lo), ref + timedelta(days=hi + 1)
-    if unit == "week":
-        return ref + timedelta(days=7 * lo - 6), ref + timedelta(days=7 * hi + 1)
-    if unit == "month":
-        return add_months(ref, lo), add_months(ref, hi + 1)
-    if unit == "year":
-        return date(ref.year + lo, 1, 1), date(ref.year + hi + 1, 1, 1)
-    return None
+    lo, hi = quantity(m.group("qty"))
+    return ahead(lo, hi, m.group("unit").lower(), ctx.ref)
 
 
 def _r_past_n(m: re.Match[str], ctx: Context) -> DayRange | None:

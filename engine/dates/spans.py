@@ -5,13 +5,13 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 
 from engine.chinese import default_segmenter, has_han
 from engine.dates.chinese import CHINESE_PREFILTER, CHINESE_RULES
-from engine.dates.days import DayRange, label, midnight
+from engine.dates.days import DayRange, ago, ahead, day_range, label, midnight, quantity
 from engine.dates.rules import PREFILTER, RULES, Context, Rule
-from engine.dates.vocabulary import YEAR_RE
+from engine.dates.vocabulary import QTY_ALT, UNIT_RE, WEEKDAY_NUM, WEEKDAY_RE, YEAR_RE
 from engine.limits import EARLIEST_INSTANT, LATEST_INSTANT
 
 
@@ -153,23 +153,62 @@ _OPEN_END = {
     "up to": "end",
 }
 _OPEN_START = {"since": "start", "after": "end", "later than": "end"}
+_EARLIER = ("before", "prior to", "earlier than")
+_LATER = ("after", "later than")
 _BOUND = r"(?P<w>before|prior\s+to|earlier\s+than|until|till|up\s+to|since|after|later\s+than)"
 _BOUND_BEFORE = re.compile(r"\b" + _BOUND + r"\s+(?:the\s+)?$", re.IGNORECASE)
 _BOUND_LEADING = re.compile(_BOUND + r"\b", re.IGNORECASE)
+# "the week before", "two days after", "the Saturday after": a time counted from the one named.
+_OFFSET = re.compile(
+    r"(?:\b(?P<qty>" + QTY_ALT + r")|\bthe)\s+" + UNIT_RE + r"\s+$"
+    r"|\b(?:the\s+)?" + WEEKDAY_RE + r"\s+$",
+    re.IGNORECASE,
+)
 
 
-def _bounded(span: TimeSpan, query: str) -> TimeSpan:
-    """The span, open on one side when a bound word leads it ("before 2020": from the
-    earliest instant engine/limits.py admits up to 1 Jan 2020)."""
-    m = _BOUND_LEADING.match(span.expression) or _BOUND_BEFORE.search(query, 0, span.char_start)
+def _bounded(span: TimeSpan, query: str) -> tuple[TimeSpan, bool]:
+    """The span as a bound word leading it reads it, and whether it is now open on one side:
+    "before 2020" runs from the earliest instant engine/limits.py admits up to 1 Jan 2020;
+    "the week before 3 August 2023" is 27 July-2 August, counted from the time named."""
+    leading = _BOUND_LEADING.match(span.expression)
+    m = leading or _BOUND_BEFORE.search(query, 0, span.char_start)
     if m is None:
-        return span
+        return span, False
     word = " ".join(m.group("w").lower().split())
+    at = span.char_start + m.start() if leading else m.start()
+    offset = _OFFSET.search(query, 0, at)
+    if offset is not None and word in (*_EARLIER, *_LATER):
+        counted = _counted(offset, word in _LATER, span)
+        if counted is not None:
+            first, after = counted
+            return TimeSpan(
+                start=midnight(first, span.start),
+                end=midnight(after, span.start),
+                expression=query[offset.start() : span.char_end],
+                char_start=offset.start(),
+                char_end=span.char_end,
+            ), False
     if word in _OPEN_END:
         end = span.start if _OPEN_END[word] == "start" else span.end
-        return replace(span, start=EARLIEST_INSTANT, end=end)
+        return replace(span, start=EARLIEST_INSTANT, end=end), True
     start = span.start if _OPEN_START[word] == "start" else span.end
-    return replace(span, start=start, end=LATEST_INSTANT)
+    return replace(span, start=start, end=LATEST_INSTANT), True
+
+
+def _counted(offset: re.Match[str], later: bool, span: TimeSpan) -> DayRange | None:
+    """The days `offset` names before (or after, `later`) the span's days."""
+    first, last = span.start.date(), (span.end - timedelta(days=1)).date()
+    if offset.group("wd"):
+        wd = WEEKDAY_NUM[offset.group("wd").lower()]
+        if later:
+            return day_range(last + timedelta(days=(wd - last.weekday() - 1) % 7 + 1))
+        return day_range(first - timedelta(days=(first.weekday() - wd - 1) % 7 + 1))
+    lo, hi = quantity(offset.group("qty")) if offset.group("qty") else (1, 1)
+    unit = offset.group("unit").lower()
+    if later and unit == "weekend":  # the first Saturday after the span, Sunday included
+        saturday = last + timedelta(days=(5 - last.weekday() - 1) % 7 + 1)
+        return saturday + timedelta(days=7 * (lo - 1)), saturday + timedelta(days=7 * hi - 5)
+    return ahead(lo, hi, unit, last) if later else ago(lo, hi, unit, first)
 
 
 def _intersection(spans: Sequence[TimeSpan], text: str) -> TimeSpan | None:
@@ -198,7 +237,19 @@ def parse_query_window(query: str, reference: datetime) -> TimeSpan | None:
             for m in _BARE_YEAR.finditer(query)
             if (span := _bare_year(m, ref_dt)) is not None and _storable(span)
         ]
-    bounded = [_bounded(span, query) for span in spans]
-    if bounded != spans:
-        return _intersection(bounded, query) or merge_spans(spans, query)
-    return merge_spans(spans, query)
+    read = [(span, *_bounded(span, query)) for span in spans]
+    # A time inside another's reading ("Saturday" of "the Saturday after 28 October") is read
+    # with it, not again on its own.
+    read = [
+        (span, bounded, open_side)
+        for i, (span, bounded, open_side) in enumerate(read)
+        if not any(
+            j != i and other.char_start <= span.char_start and span.char_end <= other.char_end
+            for j, (_, other, _) in enumerate(read)
+        )
+    ]
+    if any(open_side for _, _, open_side in read):
+        # Bounds that leave nothing ("after 2030 and before 2020") fall back to the times.
+        window = _intersection([bounded for _, bounded, _ in read], query)
+        return window or merge_spans([span for span, _, _ in read], query)
+    return merge_spans([bounded for _, bounded, _ in read], query)

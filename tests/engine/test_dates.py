@@ -198,6 +198,27 @@ def test_a_bound_word_opens_the_query_window_on_one_side(
     assert (window.start, window.end) == (start, end)
 
 
+@pytest.mark.parametrize(
+    ("query", "first", "last"),
+    [
+        ("What did John do the week before August 3, 2023?", date(2023, 7, 27), date(2023, 8, 2)),
+        ("the puppy she got two weeks before August 11, 2023", date(2023, 7, 28), date(2023, 8, 3)),
+        ("the weekend before 4th October, 2023", date(2023, 9, 30), date(2023, 10, 1)),
+        ("on the Saturday after October 28, 2023", date(2023, 11, 4), date(2023, 11, 4)),
+        ("the Friday before 3 November 2023", date(2023, 10, 27), date(2023, 10, 27)),
+        ("the day after 5 May 2023", date(2023, 5, 6), date(2023, 5, 6)),
+        ("the weekend after 4 October 2023", date(2023, 10, 7), date(2023, 10, 8)),
+    ],
+)
+def test_a_time_counted_from_the_one_named_is_read_from_it(
+    query: str, first: date, last: date
+) -> None:
+    # LoCoMo asks these: the named day alone, or the weekday nearest the reference, is wrong.
+    window = parse_query_window(query, REF)
+    assert window is not None
+    assert days(window) == (first, last)
+
+
 def test_bounds_that_exclude_each_other_fall_back_to_the_times_named() -> None:
     window = parse_query_window("after 2030 and before 2020", REF)
     assert window is not None
