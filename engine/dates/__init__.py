@@ -32,7 +32,8 @@ Conventions (chosen so that stored ranges and query windows agree):
 - "early/mid/late X", "the end of X" split X into thirds (by months for a year or season,
   by days for a month); "first/last week(end) of X" pick that week or weekend.
 - "from 2019 to 2021", "2019–2021" and "between 2019 and 2021" are both years whole; "the
-  1990s" is 1990–1999. Clock times are not handled.
+  1990s" is 1990–1999 ("the 1900s" and "the 2000s" may be centuries: no date). Clock times
+  are not handled.
 - A preposition does not choose between overlapping readings: "since May 2020" is May 2020,
   not "since May" of the reference year. Only a query's window (`parse_query_window`) reads
   it: "before 2020" and "until 2019" end the window, "since 2020" and "after 2019" start it,

@@ -368,7 +368,8 @@ RULES: tuple[tuple[re.Pattern[str], Rule], ...] = (
         ),
         _r_year_span,
     ),
-    (re.compile(r"\b(?P<dec>(?:19|20)\d)0['’]?s\b", ICASE), _r_decade),
+    # "the 1900s" and "the 2000s" may be centuries: left out.
+    (re.compile(r"\b(?P<dec>(?:19|20)[1-9])0['’]?s\b", ICASE), _r_decade),
     (
         re.compile(r"\b" + REL_RE + r"\s+(?P<s>spring|summer|autumn|fall|winter)\b", ICASE),
         _r_season_rel,

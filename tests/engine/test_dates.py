@@ -170,6 +170,10 @@ def test_longest_expression_wins_over_overlapping_ones() -> None:
     assert only_span("the last week of August 2023").expression == "the last week of August 2023"
 
 
+def test_a_decade_that_may_be_a_century_is_no_date() -> None:
+    assert find_time_spans("a book from the 1900s", REF) == []
+
+
 def test_two_years_joined_by_and_are_no_range() -> None:
     assert only_span("in 2019 and 2021").expression == "in 2019"
 
