@@ -193,6 +193,19 @@ def _r_month_span(m: re.Match[str], ctx: Context) -> DayRange | None:
     return start, add_months(date(year, last, 1), 1)
 
 
+def _r_the_weekend(m: re.Match[str], ctx: Context) -> DayRange | None:
+    """ "over the weekend": the one just gone (the current one when said on it), or the coming
+    one in a sentence about the future."""
+    ref = ctx.ref
+    if _is_future(m, ctx):
+        saturday = ref + timedelta(days=(5 - ref.weekday()) % 7)
+    elif ref.weekday() >= 5:
+        saturday = ref - timedelta(days=ref.weekday() - 5)
+    else:
+        saturday = last_weekend(ref)
+    return saturday, saturday + timedelta(days=2)
+
+
 def _r_month_year(m: re.Match[str], ctx: Context) -> DayRange | None:
     month = MONTH_NUM[m.group("mon").lower().rstrip(".")]
     return apply_mod(m.group("mod"), month_range(int(m.group("y")), month))
@@ -402,6 +415,7 @@ RULES: tuple[tuple[re.Pattern[str], Rule], ...] = (
         ),
         _r_rel_unit,
     ),
+    (re.compile(r"\b(?:over|on|at|during|through)\s+the\s+weekend\b", ICASE), _r_the_weekend),
     (
         re.compile(
             r"\b(?:(?P<rel>this\s+past|last|next|this|on|past|previous|coming)\s+)?" + WEEKDAY_RE,
@@ -445,7 +459,7 @@ PREFILTER = re.compile(
     r"(?:last|this|next|past|previous|coming|on)\s+(?:\w+\s+){0,2}?(?:week|month|year|night|"
     r"morning|afternoon|evening|day|spring|summer|autumn|fall|winter|mon|tue|wed|thu|fri|sat|"
     r"sun|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec|few|couple|several)\w*|"
-    r"from\s+now|in\s+(?:about\s+|around\s+|another\s+)?(?:an?|few|couple|several|"
+    r"from\s+now|(?:over|at|during|through)\s+the\s+weekend|in\s+(?:about\s+|around\s+|another\s+)?(?:an?|few|couple|several|"
     + "|".join(NUMBER_WORDS[1:])
     + r"|thirty|forty|fifty)|"
     r"(?:mon|tues|wednes|thurs|fri|satur|sun)day|spring|summer|autumn|fall|winter|january|"

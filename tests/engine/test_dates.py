@@ -170,6 +170,25 @@ def test_longest_expression_wins_over_overlapping_ones() -> None:
     assert only_span("the last week of August 2023").expression == "the last week of August 2023"
 
 
+@pytest.mark.parametrize(
+    ("text", "first", "last"),
+    [
+        # said on Wednesday 4 October 2023 (LoCoMo conv-44: "the weekend before 4th October")
+        ("I took my pups to the beach over the weekend", date(2023, 9, 30), date(2023, 10, 1)),
+        ("We went camping on the weekend.", date(2023, 9, 30), date(2023, 10, 1)),
+        ("We will go hiking over the weekend", date(2023, 10, 7), date(2023, 10, 8)),
+    ],
+)
+def test_the_weekend_is_the_one_just_gone_unless_the_sentence_looks_ahead(
+    text: str, first: date, last: date
+) -> None:
+    assert days(only_span(text, datetime(2023, 10, 4, 16, 18, tzinfo=UTC))) == (first, last)
+
+
+def test_the_weekend_said_on_it_is_that_weekend() -> None:
+    assert days(only_span("fun over the weekend", REF)) == (date(2025, 5, 3), date(2025, 5, 4))
+
+
 def test_a_decade_that_may_be_a_century_is_no_date() -> None:
     assert find_time_spans("a book from the 1900s", REF) == []
 
