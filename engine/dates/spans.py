@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, timedelta
+from functools import partial
 
 from engine.chinese import default_segmenter, has_han
 from engine.dates.chinese import CHINESE_PREFILTER, CHINESE_RULES
 from engine.dates.days import DayRange, ago, ahead, day_range, label, midnight, quantity
-from engine.dates.rules import PREFILTER, RULES, Context, Rule
+from engine.dates.rules import PREFILTER, RULES, Context
 from engine.dates.vocabulary import QTY_ALT, UNIT_RE, WEEKDAY_NUM, WEEKDAY_RE, YEAR_RE
 from engine.limits import EARLIEST_INSTANT, LATEST_INSTANT
 
@@ -48,7 +49,7 @@ def find_time_spans(text: str, reference: datetime) -> list[TimeSpan]:
     found: list[tuple[int, int, int, DayRange]] = []
     for pattern, resolve in RULES if english else ():
         for m in pattern.finditer(text):
-            rng = _resolved(resolve, m, ctx)
+            rng = _resolved(partial(resolve, m, ctx))
             if rng is not None and rng[0] < rng[1]:
                 found.append((m.start(), m.end(), _date_start(m), rng))
     if chinese:
@@ -56,7 +57,7 @@ def find_time_spans(text: str, reference: datetime) -> list[TimeSpan]:
         folded = folded if len(folded) == len(text) else text
         for pattern, resolve_zh in CHINESE_RULES:
             for m in pattern.finditer(folded):
-                rng = resolve_zh(m, ctx.ref, folded)
+                rng = _resolved(partial(resolve_zh, m, ctx.ref, folded))
                 if rng is not None and rng[0] < rng[1]:
                     found.append((m.start(), m.end(), m.start(), rng))
     found.sort(key=lambda f: (f[2] - f[1], f[0] - f[1], f[0]))
@@ -88,11 +89,12 @@ def _date_start(m: re.Match[str]) -> int:
     return start
 
 
-def _resolved(resolve: Rule, m: re.Match[str], ctx: Context) -> DayRange | None:
-    """The rule's range, or None when it falls off Python's calendar (years 1-9999): "next
-    year" said in 9999 names no date that can be held, so it is no date at all."""
+def _resolved(resolve: Callable[[], DayRange | None]) -> DayRange | None:
+    """A rule's range, or None when it falls off Python's calendar (years 1-9999): "next
+    year" said in 9999, or "去年" in year 1, names no date that can be held, so it is no date
+    at all."""
     try:
-        return resolve(m, ctx)
+        return resolve()
     except (OverflowError, ValueError):
         return None
 
@@ -178,16 +180,21 @@ def _bounded(span: TimeSpan, query: str) -> tuple[TimeSpan, bool]:
     at = span.char_start + m.start() if leading else m.start()
     offset = _OFFSET.search(query, 0, at)
     if offset is not None and word in (*_EARLIER, *_LATER):
-        counted = _counted(offset, word in _LATER, span)
+        try:
+            counted = _counted(offset, word in _LATER, span)
+        except (OverflowError, ValueError):  # off the calendar, as in `_resolved`
+            counted = None
         if counted is not None:
             first, after = counted
-            return TimeSpan(
+            read = TimeSpan(
                 start=midnight(first, span.start),
                 end=midnight(after, span.start),
                 expression=query[offset.start() : span.char_end],
                 char_start=offset.start(),
                 char_end=span.char_end,
-            ), False
+            )
+            if _storable(read):
+                return read, False
     if word in _OPEN_END:
         end = span.start if _OPEN_END[word] == "start" else span.end
         return replace(span, start=EARLIEST_INSTANT, end=end), True

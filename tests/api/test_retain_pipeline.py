@@ -144,6 +144,26 @@ async def test_an_out_of_range_timestamp_is_refused_and_the_bank_keeps_working(
     assert body["facts_added"] > 0
 
 
+async def test_a_relative_chinese_date_at_the_first_admitted_day_is_no_date(
+    api: httpx.AsyncClient, bank_id: str
+) -> None:
+    # "去年" (last year) written on 3 Jan of year 1 names year 0: the Chinese rules raised
+    # instead of finding no date, in retain's extraction and in recall's query window alike.
+    stamp = "0001-01-03T00:00:00+00:00"
+    body = await retain(
+        api,
+        bank_id,
+        {"items": [{"content": "去年我把船卖了。上周我买了新船。", "timestamp": stamp}]},
+    )
+    assert body["facts_added"] > 0
+    response = await api.post(
+        f"{BASE}/{bank_id}/memories/recall",
+        json={"query": "去年卖了什么？", "query_timestamp": stamp},
+    )
+    assert response.status_code == 200, response.text
+    assert response.json()["results"]
+
+
 async def test_staged_facts_of_an_ended_operation_never_reach_a_later_retain(
     api: httpx.AsyncClient, pool: Pool, embedder: Embedder, bank_id: str
 ) -> None:

@@ -318,6 +318,9 @@ def test_merge_unions_disjoint_spans() -> None:
         ("the week after next", datetime(9999, 12, 25, tzinfo=UTC)),
         ("three days ago", datetime(1, 1, 2, tzinfo=timezone(timedelta(hours=14)))),
         ("in 9999", datetime(9999, 6, 1, tzinfo=UTC)),
+        ("去年", datetime(1, 1, 3, tzinfo=UTC)),  # the Chinese rules raised here
+        ("上周", datetime(1, 1, 3, tzinfo=UTC)),
+        ("明年", datetime(9999, 12, 29, tzinfo=UTC)),
     ],
 )
 def test_ranges_off_the_calendar_are_no_dates(text: str, reference: datetime) -> None:

@@ -291,9 +291,8 @@ async def test_the_cached_temporal_arm_finds_the_sql_arms_facts(
     banks: Banks,
 ) -> None:
     cache = graph_cache_for(RecallConfig(), recall_pool, cpu, 64 * 2**20)
-    # A pool that can send nothing: the exact window and the spread must not need it.
-    closed = await create_pool(postgres.create_database("t_graph_cache_closed"), min_size=0)
-    await closed.close()
+    # The exact window and the spread must not need the pool.
+    closed = await _closed_pool(postgres, "t_graph_cache_closed")
     compared = spread = 0
     for bank in (banks.window, banks.main, banks.by_message, banks.depth):
         graph = await cache.read(bank)
@@ -379,8 +378,7 @@ async def test_a_long_window_holding_few_facts_is_ranked_exactly_in_memory(
     are at most EXACT_FACTS ranks them all, sending nothing; the answer is the exact
     statement's."""
     cache = graph_cache_for(RecallConfig(), recall_pool, cpu, 64 * 2**20)
-    closed = await create_pool(postgres.create_database("t_graph_cache_closed2"), min_size=0)
-    await closed.close()
+    closed = await _closed_pool(postgres, "t_graph_cache_closed2")
     knobs = _Knobs(limit=10, ef_search=40, spread_seeds=5, fanout=12)
     compared = 0
     for bank in (banks.window, banks.main, banks.depth):
@@ -428,6 +426,13 @@ async def test_a_long_window_holding_few_facts_is_ranked_exactly_in_memory(
                 )
     assert compared > 20
     await cache.close()
+
+
+async def _closed_pool(postgres: EmbeddedPostgres, name: str) -> Pool:
+    """A pool that can send nothing: using it raises asyncpg.InterfaceError."""
+    pool = await create_pool(postgres.create_database(name), min_size=0)
+    await pool.close()
+    return pool
 
 
 def _ids(arm: ArmResult) -> list[str]:
