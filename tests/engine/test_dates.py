@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from datetime import UTC, date, datetime, timedelta, timezone
 
 import pytest
@@ -329,6 +330,34 @@ def test_ranges_off_the_calendar_are_no_dates(text: str, reference: datetime) ->
     assert find_time_spans(text, reference) == []
     window = parse_query_window(text, reference)
     assert window is None
+
+
+_PIECES = (
+    "before", "after", "since", "until", "up to", "prior to", "later than", "the", "week",
+    "weekend", "two", "999", "a few", "Saturday", "day", "month", "years", "and", "between",
+    "from", "to", "–", "2019", "2099", "1900", "1990s", "December 31, 2099", "1 January 1900",
+    "31.12.2099", "last spring", "yesterday", "in May", "May 2020", "over the weekend",
+    "9999年12月31日", "上周", "去年", "明年", "?",
+)  # fmt: skip
+_EDGES = (
+    datetime(2025, 1, 15, tzinfo=UTC),
+    datetime(1, 1, 3, tzinfo=UTC),
+    datetime(9999, 12, 29, tzinfo=UTC),
+    datetime(2099, 12, 31, 23, tzinfo=timezone(timedelta(hours=14))),
+)
+
+
+def test_no_query_words_at_any_admitted_reference_raise() -> None:
+    """Random strings of time words, at references on the calendar's edges: a window, when
+    there is one, is non-empty and inside the admitted instants, and nothing raises."""
+    rng = random.Random(7)
+    for _ in range(1500):
+        query = " ".join(rng.choice(_PIECES) for _ in range(rng.randint(1, 7)))
+        for reference in _EDGES:
+            window = parse_query_window(query, reference)
+            if window is not None:
+                assert window.start < window.end, (query, reference)
+                assert window.start >= EARLIEST_INSTANT and window.end <= LATEST_INSTANT
 
 
 def test_a_temporal_window_is_clamped_to_the_admitted_instants() -> None:
