@@ -266,6 +266,18 @@ def _r_year_span(m: re.Match[str], ctx: Context) -> DayRange | None:
     return year_range(first)[0], year_range(last)[1]
 
 
+def _r_part_of_year(m: re.Match[str], ctx: Context) -> DayRange | None:
+    """ "Q3 2023", "the third quarter of 2023", "H1 2023", "the second half of 2023"."""
+    ordinal = {"first": 1, "second": 2, "third": 3, "fourth": 4}
+    year = int(m.group("y"))
+    if m.group("q") or m.group("qw"):
+        part, months = int(m.group("q") or ordinal[m.group("qw").lower()]), 3
+    else:
+        part, months = int(m.group("h") or ordinal[m.group("hw").lower()]), 6
+    start = date(year, (part - 1) * months + 1, 1)
+    return start, add_months(start, months)
+
+
 def _r_decade(m: re.Match[str], ctx: Context) -> DayRange | None:
     """ "the 1990s": 1 Jan 1990 to 31 Dec 1999."""
     first = int(m.group("dec")) * 10
@@ -380,6 +392,15 @@ RULES: tuple[tuple[re.Pattern[str], Rule], ...] = (
             ICASE,
         ),
         _r_year_span,
+    ),
+    (
+        re.compile(
+            r"\b(?:(?-i:Q)(?P<q>[1-4])|(?-i:H)(?P<h>[12])|(?:the\s+)?(?:"
+            r"(?P<qw>first|second|third|fourth)\s+quarter|(?P<hw>first|second)\s+half)"
+            r"\s+of)\s*,?\s+" + YEAR_RE,
+            ICASE,
+        ),
+        _r_part_of_year,
     ),
     # "the 1900s" and "the 2000s" may be centuries: left out.
     (re.compile(r"\b(?P<dec>(?:19|20)[1-9])0['’]?s\b", ICASE), _r_decade),

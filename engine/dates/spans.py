@@ -153,11 +153,12 @@ _OPEN_END = {
     "until": "end",  # ... where it ends ("until March": March included)
     "till": "end",
     "up to": "end",
+    "by": "end",
 }
 _OPEN_START = {"since": "start", "after": "end", "later than": "end"}
 _EARLIER = ("before", "prior to", "earlier than")
 _LATER = ("after", "later than")
-_BOUND = r"(?P<w>before|prior\s+to|earlier\s+than|until|till|up\s+to|since|after|later\s+than)"
+_BOUND = r"(?P<w>before|prior\s+to|earlier\s+than|until|till|up\s+to|by|since|after|later\s+than)"
 _BOUND_BEFORE = re.compile(r"\b" + _BOUND + r"\s+(?:the\s+)?$", re.IGNORECASE)
 _BOUND_LEADING = re.compile(_BOUND + r"\b", re.IGNORECASE)
 # "the week before", "two days after", "the Saturday after": a time counted from the one named.

@@ -72,6 +72,20 @@ def days(span: TimeSpan) -> tuple[date, date]:
         ("between 2019 and 2021", "between 2019 and 2021", date(2019, 1, 1), date(2021, 12, 31)),
         ("the 2019–2021 season", "2019–2021", date(2019, 1, 1), date(2021, 12, 31)),
         ("music of the 1990s", "1990s", date(1990, 1, 1), date(1999, 12, 31)),
+        ("sales in Q3 2023 rose", "Q3 2023", date(2023, 7, 1), date(2023, 9, 30)),
+        (
+            "the fourth quarter of 2021",
+            "the fourth quarter of 2021",
+            date(2021, 10, 1),
+            date(2021, 12, 31),
+        ),
+        ("H2 2022 plans", "H2 2022", date(2022, 7, 1), date(2022, 12, 31)),
+        (
+            "in the first half of 2023",
+            "the first half of 2023",
+            date(2023, 1, 1),
+            date(2023, 6, 30),
+        ),
         (
             "from June to August 2023",
             "from June to August 2023",
@@ -204,6 +218,7 @@ def test_two_years_joined_by_and_are_no_range() -> None:
         ("what did she do before 2020", EARLIEST_INSTANT, datetime(2020, 1, 1, tzinfo=UTC)),
         ("prior to June 2023", EARLIEST_INSTANT, datetime(2023, 6, 1, tzinfo=UTC)),
         ("until March 2024", EARLIEST_INSTANT, datetime(2024, 4, 1, tzinfo=UTC)),
+        ("what had she finished by June 2023", EARLIEST_INSTANT, datetime(2023, 7, 1, tzinfo=UTC)),
         ("since 2022", datetime(2022, 1, 1, tzinfo=UTC), LATEST_INSTANT),
         ("after June 2023", datetime(2023, 7, 1, tzinfo=UTC), LATEST_INSTANT),
         ("parade after 2022", datetime(2023, 1, 1, tzinfo=UTC), LATEST_INSTANT),
