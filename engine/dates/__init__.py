@@ -31,12 +31,14 @@ Conventions (chosen so that stored ranges and query windows agree):
   after a preposition ("in 2022", "since 2016"), except in `parse_query_window`.
 - "early/mid/late X", "the end of X" split X into thirds (by months for a year or season,
   by days for a month); "first/last week(end) of X" pick that week or weekend.
+- "Q3 2023" / "the third quarter of 2023" and "H1 2023" / "the first half of 2023" are
+  those months.
 - "from 2019 to 2021", "2019–2021" and "between 2019 and 2021" are both years whole; "the
   1990s" is 1990–1999 ("the 1900s" and "the 2000s" may be centuries: no date). Clock times
   are not handled.
 - A preposition does not choose between overlapping readings: "since May 2020" is May 2020,
   not "since May" of the reference year. Only a query's window (`parse_query_window`) reads
-  it: "before 2020" and "until 2019" end the window, "since 2020" and "after 2019" start it,
+  it: "before 2020", "until 2019" and "by 2019" end the window, "since 2020" and "after 2019" start it,
   the other side left open (engine/limits.py's instants); a time counted from the one named
   is read from it: "the week before 3 August 2023" is 27 July–2 August ("N weeks ago" said
   on 3 August), "the Saturday after 28 October 2023" is 4 November.
