@@ -38,10 +38,10 @@ Conventions (chosen so that stored ranges and query windows agree):
   are not handled.
 - A preposition does not choose between overlapping readings: "since May 2020" is May 2020,
   not "since May" of the reference year. Only a query's window (`parse_query_window`) reads
-  it: "before 2020", "until 2019" and "by 2019" end the window, "since 2020" and "after 2019" start it,
-  the other side left open (engine/limits.py's instants); a time counted from the one named
-  is read from it: "the week before 3 August 2023" is 27 July–2 August ("N weeks ago" said
-  on 3 August), "the Saturday after 28 October 2023" is 4 November.
+  it: "before 2020", "until 2019" and "by 2019" end the window, "since 2020" and "after
+  2019" start it, the other side left open (engine/limits.py's instants); a time counted
+  from the one named is read from it: "the week before 3 August 2023" is 27 July–2 August
+  ("N weeks ago" said on 3 August), "the Saturday after 28 October 2023" is 4 November.
 """
 
 from engine.dates.spans import TimeSpan, find_time_spans, merge_spans, parse_query_window
