@@ -4,8 +4,11 @@
 
 Writes the fact texts, in turn order, as JSON and prints their count and the extractor's
 time per turn (process CPU, after the first turn has loaded the dictionaries). Run it in two
-checkouts and `cmp` the files: identical output shows that a change to the extractor (dates,
-sentence splitting, Chinese paths) left English extraction exactly as it was.
+checkouts and compare: `--against` the other checkout's file prints how many texts differ and
+each pair; none shows that a change to the extractor (dates, sentence splitting, Chinese
+paths) left English extraction exactly as it was.
+
+    .venv/bin/python -m bench.extraction_dump after.json --against before.json
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("out", type=Path)
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--against", type=Path, help="another checkout's output to compare")
     args = parser.parse_args()
     extractor = LocalExtractor()
     texts: list[str] = []
@@ -52,6 +56,12 @@ def main() -> None:
     print(len(texts))
     per_turn_ms = 1000 * cpu / max(1, turns_seen - 1)
     print(f"{turns_seen} turns, local extraction {per_turn_ms:.2f} ms CPU per turn")
+    if args.against is not None:
+        other: list[str] = json.loads(args.against.read_text())
+        pairs = [(a, b) for a, b in zip(other, texts, strict=False) if a != b]
+        print(f"against {args.against}: {len(other)} texts there, {len(pairs)} of them differ")
+        for before, after in pairs:
+            print(f"  - {before}\n  + {after}")
 
 
 if __name__ == "__main__":

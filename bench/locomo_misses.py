@@ -4,13 +4,14 @@ Reads the `--json` output of `bench/locomo_retrieval.py` (one or two files) and 
 each Engram system in them and each category, where every evidence turn landed in the
 system's ranking: top 10, 11-20, 21-50, or not in the first 50 (the bench keeps 50). With
 `--against` (another run's JSON, or a system name of the same file, e.g. the message
-arrival of an `--arrival both` run), it also prints per category the questions whose
-recall@10 went up and down between the two, and the mean difference.
+arrival of an `--arrival both` run), it also prints how many questions are ranked
+differently at all and in their top 10, and per category the questions whose recall@10 went
+up and down between the two, and the mean difference; `--list` names those questions.
 
     .venv/bin/python -m bench.locomo_misses out.json
     .venv/bin/python -m bench.locomo_misses out.json --system "engram, session documents" \
         --against "engram, message documents"
-    .venv/bin/python -m bench.locomo_misses before.json --against after.json --category 1
+    .venv/bin/python -m bench.locomo_misses before.json --against after.json --list
 """
 
 from __future__ import annotations
@@ -96,17 +97,12 @@ def _keyed(outcomes: Sequence[Outcome]) -> dict[tuple[str, str, int, int], Outco
 
 
 def diff_table(before: Sequence[Outcome], after: Sequence[Outcome]) -> str:
-    pairs = _keyed(before)
     lines = [
         "| category | questions | up | down | mean recall@10 change |",
         "|---|---|---|---|---|",
     ]
     for category in CATEGORIES:
-        matched = [
-            (pairs[key], o)
-            for key, o in _keyed(after).items()
-            if o.category == category and key in pairs
-        ]
+        matched = [(b, a) for b, a in _matched(before, after) if a.category == category]
         if not matched:
             continue
         changes = [recall_at_10(a) - recall_at_10(b) for b, a in matched]
@@ -118,6 +114,28 @@ def diff_table(before: Sequence[Outcome], after: Sequence[Outcome]) -> str:
     return "\n".join(lines)
 
 
+def _matched(before: Sequence[Outcome], after: Sequence[Outcome]) -> list[tuple[Outcome, Outcome]]:
+    pairs = _keyed(before)
+    return [(pairs[key], o) for key, o in _keyed(after).items() if key in pairs]
+
+
+def ranking_changes(before: Sequence[Outcome], after: Sequence[Outcome]) -> str:
+    """How many questions the two rank differently: anywhere in the 50, and in the top 10."""
+    matched = _matched(before, after)
+    anywhere = sum(b.ranked != a.ranked for b, a in matched)
+    top = sum(b.ranked[:10] != a.ranked[:10] for b, a in matched)
+    return f"ranked differently: {anywhere} of {len(matched)} questions ({top} in their top 10)"
+
+
+def changed_questions(before: Sequence[Outcome], after: Sequence[Outcome]) -> str:
+    """Each question whose recall@10 changed: category, before -> after, the question."""
+    return "\n".join(
+        f"  {b.category}  {recall_at_10(b):.2f} -> {recall_at_10(a):.2f}  {b.question}"
+        for b, a in _matched(before, after)
+        if recall_at_10(b) != recall_at_10(a)
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("report", type=Path, help="bench/locomo_retrieval.py --json output")
@@ -126,6 +144,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--against", help="another run's JSON file, or another system name of the same file"
     )
     parser.add_argument("--conversations", help='sample ids, comma-separated ("conv-26,...")')
+    parser.add_argument(
+        "--list", action="store_true", help="with --against: name the questions that changed"
+    )
     args = parser.parse_args(argv)
     try:
         report = json.loads(args.report.read_text(encoding="utf-8"))
@@ -145,8 +166,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             else:
                 other = outcomes_of(report, args.against)
             other = [o for o in other if chosen is None or o.conversation in chosen]
-            print(f"\n{system} -> {args.against}: questions whose recall@10 changed")
+            print(f"\n{system} -> {args.against}: {ranking_changes(outcomes, other)}")
+            print("questions whose recall@10 changed:")
             print(diff_table(outcomes, other))
+            if args.list:
+                print(changed_questions(outcomes, other))
     except (OSError, ValueError, KeyError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -57,11 +57,11 @@ EXACT_WINDOW = timedelta(days=45)
 # A bank held in memory knows how many facts a window holds before ranking any, so a longer
 # window is searched exactly too when it holds at most this many: ranking them costs ~1 µs a
 # fact, and HNSW behind a filter few facts pass is slowest exactly then. Measured at 100k
-# synthetic facts over 4 years (docs/benchmarks.md "The temporal arm's long windows"), exact
-# in memory (thread CPU) vs the HNSW statement (client wall): a quarter or a year with 0-78
-# facts (before the bank's first day or after its last) 0.3-0.7 ms vs 42-53 ms; a quarter,
-# ~6,400 facts, 5.5-8.2 ms vs 16-23 ms (and HNSW missed 0-4 of the 60); a year, ~25,000
-# facts, 27-37 ms vs 5-12 ms.
+# synthetic facts over 4 years (bench/temporal_windows.py, docs/benchmarks.md "The temporal
+# arm's long windows"), medians of exact in memory (thread CPU) vs the HNSW statement (client
+# wall): a quarter or a year with 0-78 facts (before the bank's first day or after its last)
+# 0.43-0.65 ms vs 50 ms; a quarter, ~6,400 facts, 7.1 ms vs 20.4 ms (and HNSW missed 0-8 of
+# the 60); a year, ~25,000 facts, 31.5-34.2 ms vs 7.0-7.4 ms.
 EXACT_FACTS: Final = 8000
 # Facts lasting longer than this are indexed by their end (migrations 0025 and 0044; the same
 # literal).
