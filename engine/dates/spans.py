@@ -117,15 +117,14 @@ def merge_spans(spans: Sequence[TimeSpan], text: str) -> TimeSpan | None:
     narrowest = min(spans, key=lambda s: (s.end - s.start, s.char_start))
     if all(s.start <= narrowest.start and narrowest.end <= s.end for s in spans):
         return narrowest
+    return _joined(min(s.start for s in spans), max(s.end for s in spans), spans, text)
+
+
+def _joined(start: datetime, end: datetime, spans: Sequence[TimeSpan], text: str) -> TimeSpan:
+    """[start, end) named by the text from the first span's expression to the last's."""
     char_start = min(s.char_start for s in spans)
     char_end = max(s.char_end for s in spans)
-    return TimeSpan(
-        start=min(s.start for s in spans),
-        end=max(s.end for s in spans),
-        expression=text[char_start:char_end],
-        char_start=char_start,
-        char_end=char_end,
-    )
+    return TimeSpan(start, end, text[char_start:char_end], char_start, char_end)
 
 
 _BARE_YEAR = re.compile(r"(?<![\w.$£€])" + YEAR_RE)
@@ -156,8 +155,6 @@ _OPEN_END = {
     "by": "end",
 }
 _OPEN_START = {"since": "start", "after": "end", "later than": "end"}
-_EARLIER = ("before", "prior to", "earlier than")
-_LATER = ("after", "later than")
 _BOUND = r"(?P<w>before|prior\s+to|earlier\s+than|until|till|up\s+to|by|since|after|later\s+than)"
 _BOUND_BEFORE = re.compile(r"\b" + _BOUND + r"\s+(?:the\s+)?$", re.IGNORECASE)
 _BOUND_LEADING = re.compile(_BOUND + r"\b", re.IGNORECASE)
@@ -180,9 +177,11 @@ def _bounded(span: TimeSpan, query: str) -> tuple[TimeSpan, bool]:
     word = " ".join(m.group("w").lower().split())
     at = span.char_start + m.start() if leading else m.start()
     offset = _OFFSET.search(query, 0, at)
-    if offset is not None and word in (*_EARLIER, *_LATER):
+    # Counted back from where the time starts ("the week before"), or on from where it ends.
+    earlier, later = _OPEN_END.get(word) == "start", _OPEN_START.get(word) == "end"
+    if offset is not None and (earlier or later):
         try:
-            counted = _counted(offset, word in _LATER, span)
+            counted = _counted(offset, later, span)
         except (OverflowError, ValueError):  # off the calendar, as in `_resolved`
             counted = None
         if counted is not None:
@@ -222,11 +221,7 @@ def _counted(offset: re.Match[str], later: bool, span: TimeSpan) -> DayRange | N
 def _intersection(spans: Sequence[TimeSpan], text: str) -> TimeSpan | None:
     """What every span holds ("after May 2023 and before 2024"), None if nothing."""
     start, end = max(s.start for s in spans), min(s.end for s in spans)
-    if start >= end:
-        return None
-    char_start = min(s.char_start for s in spans)
-    char_end = max(s.char_end for s in spans)
-    return TimeSpan(start, end, text[char_start:char_end], char_start, char_end)
+    return _joined(start, end, spans, text) if start < end else None
 
 
 def parse_query_window(query: str, reference: datetime) -> TimeSpan | None:
