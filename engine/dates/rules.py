@@ -284,6 +284,16 @@ def _r_decade(m: re.Match[str], ctx: Context) -> DayRange | None:
     return year_range(first)[0], year_range(first + 9)[1]
 
 
+def _r_decade_rel(m: re.Match[str], ctx: Context) -> DayRange | None:
+    """ "this decade": its ten calendar years; "the last decade", "the past two decades": the
+    ten (twenty) years up to the reference day, as "the past year" is."""
+    ref = ctx.ref
+    if m.group("rel").lower() == "this":
+        return year_range(ref.year - ref.year % 10)[0], year_range(ref.year - ref.year % 10 + 9)[1]
+    _, hi = quantity(m.group("qty") or "1")
+    return shift_months(ref, -120 * hi), ref + timedelta(days=1)
+
+
 def _r_season_rel(m: re.Match[str], ctx: Context) -> DayRange | None:
     rel = " ".join(m.group("rel").lower().split())
     name, ref = m.group("s").lower(), ctx.ref
@@ -395,7 +405,7 @@ RULES: tuple[tuple[re.Pattern[str], Rule], ...] = (
     ),
     (
         re.compile(
-            r"\b(?:(?-i:Q)(?P<q>[1-4])|(?-i:H)(?P<h>[12])|(?:the\s+)?(?:"
+            r"\b(?:Q(?P<q>[1-4])|H(?P<h>[12])|(?:the\s+)?(?:"
             r"(?P<qw>first|second|third|fourth)\s+quarter|(?P<hw>first|second)\s+half)"
             r"\s+of)\s*,?\s+" + YEAR_RE,
             ICASE,
@@ -404,6 +414,13 @@ RULES: tuple[tuple[re.Pattern[str], Rule], ...] = (
     ),
     # "the 1900s" and "the 2000s" may be centuries: left out.
     (re.compile(r"\b(?P<dec>(?:19|20)[1-9])0['’]?s\b", ICASE), _r_decade),
+    (
+        re.compile(
+            r"\b(?:the\s+)?(?P<rel>last|past|previous|this)\s+(?:" + QTY_RE + r"\s+)?decades?\b",
+            ICASE,
+        ),
+        _r_decade_rel,
+    ),
     (
         re.compile(r"\b" + REL_RE + r"\s+(?P<s>spring|summer|autumn|fall|winter)\b", ICASE),
         _r_season_rel,
@@ -477,7 +494,7 @@ RULES: tuple[tuple[re.Pattern[str], Rule], ...] = (
 # One cheap scan decides whether the rules above need to run at all (most sentences: no).
 PREFILTER = re.compile(
     r"\d|\b(?:yesterday|today|tonight|tomorrow|tmrw?|ago|other\s+day|"
-    r"(?:last|this|next|past|previous|coming|on)\s+(?:\w+\s+){0,2}?(?:week|month|year|night|"
+    r"(?:last|this|next|past|previous|coming|on)\s+(?:\w+\s+){0,2}?(?:week|month|year|decade|night|"
     r"morning|afternoon|evening|day|spring|summer|autumn|fall|winter|mon|tue|wed|thu|fri|sat|"
     r"sun|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec|few|couple|several)\w*|"
     r"from\s+now|(?:over|at|during|through)\s+the\s+weekend|in\s+(?:about\s+|around\s+|another\s+)?(?:an?|few|couple|several|"

@@ -158,6 +158,8 @@ _OPEN_START = {"since": "start", "after": "end", "later than": "end"}
 _BOUND = r"(?P<w>before|prior\s+to|earlier\s+than|until|till|up\s+to|by|since|after|later\s+than)"
 _BOUND_BEFORE = re.compile(r"\b" + _BOUND + r"\s+(?:the\s+)?$", re.IGNORECASE)
 _BOUND_LEADING = re.compile(_BOUND + r"\b", re.IGNORECASE)
+# "June 2023 onwards", "from June 2023 on": a bare "on" only where the clause ends.
+_ONWARDS = re.compile(r"\s+(?:onwards?\b|on\s*(?:$|[,.;:?!)])|and\s+(?:later|after)\b)", re.I)
 # "the week before", "two days after", "the Saturday after": a time counted from the one named.
 _OFFSET = re.compile(
     r"(?:\b(?P<qty>" + QTY_ALT + r")|\bthe)\s+" + UNIT_RE + r"\s+$"
@@ -169,10 +171,13 @@ _OFFSET = re.compile(
 def _bounded(span: TimeSpan, query: str) -> tuple[TimeSpan, bool]:
     """The span as a bound word leading it reads it, and whether it is now open on one side:
     "before 2020" runs from the earliest instant engine/limits.py admits up to 1 Jan 2020;
-    "the week before 3 August 2023" is 27 July-2 August, counted from the time named."""
+    "the week before 3 August 2023" is 27 July-2 August, counted from the time named;
+    "June 2023 onwards" and "from June 2023 on" are "since June 2023"."""
     leading = _BOUND_LEADING.match(span.expression)
     m = leading or _BOUND_BEFORE.search(query, 0, span.char_start)
     if m is None:
+        if _ONWARDS.match(query, span.char_end):
+            return replace(span, end=LATEST_INSTANT), True
         return span, False
     word = " ".join(m.group("w").lower().split())
     at = span.char_start + m.start() if leading else m.start()

@@ -90,7 +90,9 @@ PREP_RE = (
 FUTURE = re.compile(
     r"\b(?:will|won't|shall|gonna|going\s+to|plan(?:s|ned|ning)?\s+(?:to|on)|"
     r"can't\s+wait|looking\s+forward|upcoming|hope\s+to|about\s+to|next|how\s+about|"
-    r"sounds?\s+good|works?\s+for|let's|see\s+you)\b|['’]ll\b",
+    r"sounds?\s+good|works?\s+for|let's|see\s+you)\b|['’]ll\b|"
+    # "I'm going camping", "we're going fishing": the present of a plan ("were going" is not).
+    r"(?:\b(?:am|are|is)|['’](?:m|re|s))\s+going\s+\w+ing\b",
     ICASE,
 )
 SENTENCE_END = re.compile(r"[.!?\n]")

@@ -80,6 +80,11 @@ def days(span: TimeSpan) -> tuple[date, date]:
             date(2021, 12, 31),
         ),
         ("H2 2022 plans", "H2 2022", date(2022, 7, 1), date(2022, 12, 31)),
+        ("sales in q3 2023", "q3 2023", date(2023, 7, 1), date(2023, 9, 30)),
+        # A decade counted back from the reference day, as "the past year" is.
+        ("over the last decade", "the last decade", date(2015, 5, 3), date(2025, 5, 3)),
+        ("the past two decades", "the past two decades", date(2005, 5, 3), date(2025, 5, 3)),
+        ("this decade", "this decade", date(2020, 1, 1), date(2029, 12, 31)),
         (
             "in the first half of 2023",
             "the first half of 2023",
@@ -192,6 +197,8 @@ def test_longest_expression_wins_over_overlapping_ones() -> None:
         ("I took my pups to the beach over the weekend", date(2023, 9, 30), date(2023, 10, 1)),
         ("We went camping on the weekend.", date(2023, 9, 30), date(2023, 10, 1)),
         ("We will go hiking over the weekend", date(2023, 10, 7), date(2023, 10, 8)),
+        ("I'm going camping over the weekend", date(2023, 10, 7), date(2023, 10, 8)),
+        ("We were going camping over the weekend", date(2023, 9, 30), date(2023, 10, 1)),
     ],
 )
 def test_the_weekend_is_the_one_just_gone_unless_the_sentence_looks_ahead(
@@ -208,6 +215,12 @@ def test_a_decade_that_may_be_a_century_is_no_date() -> None:
     assert find_time_spans("a book from the 1900s", REF) == []
 
 
+def test_a_time_followed_by_on_and_more_words_is_not_open() -> None:
+    window = parse_query_window("a picnic in June 2023 on the beach", REF)
+    assert window is not None
+    assert days(window) == (date(2023, 6, 1), date(2023, 6, 30))
+
+
 def test_two_years_joined_by_and_are_no_range() -> None:
     assert only_span("in 2019 and 2021").expression == "in 2019"
 
@@ -221,6 +234,9 @@ def test_two_years_joined_by_and_are_no_range() -> None:
         ("what had she finished by June 2023", EARLIEST_INSTANT, datetime(2023, 7, 1, tzinfo=UTC)),
         ("since 2022", datetime(2022, 1, 1, tzinfo=UTC), LATEST_INSTANT),
         ("after June 2023", datetime(2023, 7, 1, tzinfo=UTC), LATEST_INSTANT),
+        ("what has she done June 2023 onwards", datetime(2023, 6, 1, tzinfo=UTC), LATEST_INSTANT),
+        ("from June 2023 on, where did he go", datetime(2023, 6, 1, tzinfo=UTC), LATEST_INSTANT),
+        ("2022 and later", datetime(2022, 1, 1, tzinfo=UTC), LATEST_INSTANT),
         ("parade after 2022", datetime(2023, 1, 1, tzinfo=UTC), LATEST_INSTANT),
         (
             "after May 2023 and before 2024",
@@ -352,7 +368,8 @@ _PIECES = (
     "weekend", "two", "999", "a few", "Saturday", "day", "month", "years", "and", "between",
     "from", "to", "–", "2019", "2099", "1900", "1990s", "December 31, 2099", "1 January 1900",
     "31.12.2099", "last spring", "yesterday", "in May", "May 2020", "over the weekend",
-    "9999年12月31日", "上周", "去年", "明年", "?",
+    "9999年12月31日", "上周", "去年", "明年", "?", "this decade", "the past two decades",
+    "onwards", "on", "and later", "q4 9999", "H1 1",
 )  # fmt: skip
 _EDGES = (
     datetime(2025, 1, 15, tzinfo=UTC),
