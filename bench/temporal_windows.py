@@ -3,8 +3,11 @@ built: for each time window the bench's queries name, how many facts it holds, t
 CPU of ranking them all exactly in memory (`engine/recall/temporal_memory.py`
 `window_hits`), and, for a window longer than EXACT_WINDOW, the client time of the HNSW
 statement such a window was sent to before (`engine/recall/temporal.py` `window_sql`, with
-the server's scan settings) and how many of its hits are among the exact ones. Prints one
-line per window length and size, and the path each takes now (EXACT_FACTS).
+the server's scan settings) and how many of its hits are among the exact ones; then what a
+bank searched through SQL sends for such a window: the capped count (`window_count_sql`)
+and the exact statement (`exact_window_sql`), client time each. Prints one line per window
+length and size, and the path each takes now in memory (EXACT_FACTS) and through SQL
+(EXACT_SQL_FACTS).
 
     .venv/bin/python -m bench.temporal_windows --data-dir DIR
 """
@@ -39,7 +42,15 @@ from engine.recall.filters import filter_args  # noqa: E402
 from engine.recall.graph_cache import graph_cache_for  # noqa: E402
 from engine.recall.query import analyse_text, embed_query  # noqa: E402
 from engine.recall.semantic import SCAN_SESSION  # noqa: E402
-from engine.recall.temporal import EXACT_FACTS, EXACT_WINDOW, clamp_window, window_sql  # noqa: E402
+from engine.recall.temporal import (  # noqa: E402
+    EXACT_FACTS,
+    EXACT_SQL_FACTS,
+    EXACT_WINDOW,
+    clamp_window,
+    exact_window_sql,
+    window_count_sql,
+    window_sql,
+)
 from engine.recall.temporal_memory import in_window, window_hits  # noqa: E402
 from engine.recall.types import RecallRequest  # noqa: E402
 
@@ -53,6 +64,8 @@ class Window:
     memory_ms: float
     hnsw_ms: float | None  # a window up to EXACT_WINDOW is never sent to HNSW
     shared: int | None  # of the HNSW statement's hits, how many the exact ranking has
+    count_ms: float | None  # the capped count a bank searched through SQL sends first
+    sql_exact_ms: float | None  # the exact statement through SQL
 
 
 async def measure(database_url: str, queries: int) -> list[Window]:
@@ -78,16 +91,26 @@ async def measure(database_url: str, queries: int) -> list[Window]:
                 started = time.thread_time()
                 exact = window_hits(graph, request, vector, window, LIMIT) or []
                 memory_ms = (time.thread_time() - started) * 1000
-                hnsw_ms = shared = None
+                hnsw_ms = shared = count_ms = sql_exact_ms = None
                 if window.end - window.start > EXACT_WINDOW:
                     args = (*filter_args(request), Vector(vector), window.start, window.end)
                     began = time.perf_counter()
                     rows = await conn.fetch(window_sql(request.tags_match), *args, LIMIT)
                     hnsw_ms = (time.perf_counter() - began) * 1000
                     shared = len({r["id"] for r in rows} & {h.unit_id for h in exact})
+                    began = time.perf_counter()
+                    await conn.fetchval(
+                        window_count_sql(), BANK, window.start, window.end, EXACT_SQL_FACTS + 1
+                    )
+                    count_ms = (time.perf_counter() - began) * 1000
+                    began = time.perf_counter()
+                    await conn.fetch(exact_window_sql(request.tags_match), *args, LIMIT)
+                    sql_exact_ms = (time.perf_counter() - began) * 1000
                 days = (window.end - window.start).days
                 facts = len(in_window(graph.dates, window))
-                windows.append(Window(days, facts, memory_ms, hnsw_ms, shared))
+                windows.append(
+                    Window(days, facts, memory_ms, hnsw_ms, shared, count_ms, sql_exact_ms)
+                )
     finally:
         await cache.close()
         cpu.shutdown()
@@ -102,20 +125,33 @@ def report(windows: Sequence[Window]) -> None:
         size = int(float(f"{w.facts:.2g}")) if w.facts else 0
         groups[(w.days, size)].append(w)
     print(f"{len(windows)} windows; exact in memory up to {EXACT_WINDOW.days} days, or up to")
-    print(f"{EXACT_FACTS:,} facts in the window")
-    print(" days   ~facts  n  memory ms (median, max)  HNSW ms (median, max)  shared  now")
+    print(f"{EXACT_FACTS:,} facts in the window; through SQL up to {EXACT_SQL_FACTS:,}")
+    print("ms: median and max of each group; shared: of HNSW's hits, how many are exact ones")
+    print(
+        " days   ~facts  n |  memory ms     |   HNSW ms       shared |  count ms  SQL exact ms"
+        "   | memory  SQL"
+    )
     for (days, size), group in sorted(groups.items()):
-        memory = [w.memory_ms for w in group]
-        hnsw = [w.hnsw_ms for w in group if w.hnsw_ms is not None]
         shared = [w.shared for w in group if w.shared is not None]
         long = days > EXACT_WINDOW.days
-        now = "HNSW" if long and max(w.facts for w in group) > EXACT_FACTS else "memory"
-        sql = f"{statistics.median(hnsw):8.1f} {max(hnsw):8.1f}" if hnsw else f"{'-':>8} {'-':>8}"
+        most = max(w.facts for w in group)
+        memory_path = "HNSW" if long and most > EXACT_FACTS else "exact"
+        sql_path = "HNSW" if long and most > EXACT_SQL_FACTS else "exact"
         hits = f"{min(shared):>2}-{max(shared):<3}" if shared else f"{'-':>6}"
         print(
-            f"{days:5d} {size:8,d} {len(group):2d}   {statistics.median(memory):8.2f} "
-            f"{max(memory):8.2f}          {sql}            {hits}  {now}"
+            f"{days:5d} {size:8,d} {len(group):2d} | {_spread([w.memory_ms for w in group], 2)} | "
+            f"{_spread([w.hnsw_ms for w in group])}  {hits} | "
+            f"{_spread([w.count_ms for w in group])} {_spread([w.sql_exact_ms for w in group])}"
+            f" | {memory_path:>6} {sql_path:>5}"
         )
+
+
+def _spread(values: Sequence[float | None], digits: int = 1) -> str:
+    """ "median max" of the values measured, dashes when none was."""
+    got = [v for v in values if v is not None]
+    if not got:
+        return f"{'-':>6} {'-':>6}"
+    return f"{statistics.median(got):6.{digits}f} {max(got):6.{digits}f}"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

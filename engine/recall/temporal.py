@@ -63,6 +63,15 @@ EXACT_WINDOW = timedelta(days=45)
 # 0.43-0.65 ms vs 50 ms; a quarter, ~6,400 facts, 7.1 ms vs 20.4 ms (and HNSW missed 0-8 of
 # the 60); a year, ~25,000 facts, 31.5-34.2 ms vs 7.0-7.4 ms.
 EXACT_FACTS: Final = 8000
+# A bank searched through SQL (not held in memory, or changed since it was read) counts a
+# longer window's facts first, up to one more than this, and ranks them exactly when there
+# are no more: the statement reads each fact's embedding, ~4 µs a fact, where HNSW behind a
+# filter few facts pass walks the whole graph (~50 ms at 100k facts). Measured at 100k
+# (bench/temporal_windows.py, docs/benchmarks.md "Long windows through SQL"), medians: a
+# quarter or a year holding 0-78 facts, count 0.6-0.7 ms + exact 1.0-1.7 ms vs HNSW 44-50 ms;
+# a quarter, ~6,400 facts, exact 29.6 ms vs HNSW 20.4 ms; the count costs ~0.9 ms however
+# many facts the window holds.
+EXACT_SQL_FACTS: Final = 2000
 # Facts lasting longer than this are indexed by their end (migrations 0025 and 0044; the same
 # literal).
 LONG_LASTING: Final = "interval '744 hours'"
@@ -97,6 +106,32 @@ WITH inside AS MATERIALIZED (
     SELECT id, embedding <=> $4 AS distance FROM inside ORDER BY distance, id LIMIT $7
 )
 SELECT id::text AS id, 1 - distance AS similarity FROM hits ORDER BY distance, id
+"""
+
+
+def window_count_sql() -> str:
+    """How many of bank $1's units a window [$2, $3) holds, counted up to $4: the four
+    branches of `exact_window_sql` over unit_times alone, index-only, an upper bound of the
+    facts a recall may see there (states and tags are not read)."""
+    return f"""
+SELECT count(*) FROM (
+    SELECT 1 FROM unit_times t
+    WHERE t.bank_id = $1 AND t.occurred_start >= $2 AND t.occurred_start < $3
+      AND coalesce(t.occurred_end, t.occurred_start) >= $2
+    UNION ALL
+    SELECT 1 FROM unit_times t
+    WHERE t.bank_id = $1 AND t.occurred_start >= $2::timestamptz - {LONG_LASTING}
+      AND t.occurred_start < $2 AND t.occurred_end >= $2
+    UNION ALL
+    SELECT 1 FROM unit_times t
+    WHERE t.bank_id = $1 AND t.occurred_end - t.occurred_start > {LONG_LASTING}
+      AND t.occurred_start < $2::timestamptz - {LONG_LASTING} AND t.occurred_end >= $2
+    UNION ALL
+    SELECT 1 FROM unit_times t
+    WHERE t.bank_id = $1 AND t.occurred_start IS NULL AND t.mentioned_at >= $2
+      AND t.mentioned_at < $3
+    LIMIT $4
+) x
 """
 
 
@@ -142,13 +177,16 @@ async def temporal_arm(
     spread_decay: float,
     fanout: int,
     session: bool = False,
+    exact_facts: int = EXACT_SQL_FACTS,
 ) -> ArmResult:
-    """`session`: the connection started with semantic.SCAN_SESSION."""
+    """`session`: the connection started with semantic.SCAN_SESSION. A window longer than
+    EXACT_WINDOW is searched exactly when it holds at most `exact_facts` facts, else
+    through HNSW."""
     started = time.perf_counter()
     if window is None:
         return ArmResult("temporal", [], 0.0, "no time window in the query")
     window = clamp_window(window)
-    hits = await _window_hits(conn, request, vector, window, limit, ef_search, session)
+    hits = await _window_hits(conn, request, vector, window, limit, ef_search, session, exact_facts)
     seeds = hits[:spread_seeds]
     if seeds and spread_decay > 0:
         spread = await conn.fetch(
@@ -209,8 +247,8 @@ async def pooled_temporal_arm(
     if found is not None:
         hits = found
     else:
-        async with pool.acquire() as conn:
-            hits = await _window_hits(conn, request, vector, window, limit, ef_search, session)
+        async with pool.acquire() as conn:  # a long window with too many facts: HNSW
+            hits = await _window_hits(conn, request, vector, window, limit, ef_search, session, 0)
     seeds = [(h.unit_id, h.score * spread_decay) for h in hits[:spread_seeds]]
     if seeds and spread_decay > 0:
         spread = await loop.run_in_executor(cpu, spread_hits, graph, request, vector, seeds, fanout)
@@ -226,9 +264,18 @@ async def _window_hits(
     limit: int,
     ef_search: int,
     session: bool,
+    exact_facts: int,
 ) -> list[ArmHit]:
+    """A long window holding at most `exact_facts` facts (counted first unless it is 0) is
+    searched exactly too."""
     args = (*filter_args(request), Vector(vector), window.start, window.end, limit)
-    if window.end - window.start <= EXACT_WINDOW:
+    if window.end - window.start <= EXACT_WINDOW or (
+        exact_facts > 0
+        and await conn.fetchval(
+            window_count_sql(), request.bank_id, window.start, window.end, exact_facts + 1
+        )
+        <= exact_facts
+    ):
         rows = await conn.fetch(
             exact_window_sql(request.tags_match, visible_states(request)), *args
         )

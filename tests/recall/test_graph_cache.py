@@ -3,6 +3,7 @@ steps as the SQL walk, and never served after a write changed what it holds."""
 
 from __future__ import annotations
 
+import asyncio
 import math
 from collections.abc import Mapping, Sequence, Set
 from concurrent.futures import ThreadPoolExecutor
@@ -14,6 +15,7 @@ import asyncpg
 import httpx
 import numpy as np
 import pytest
+from asyncpg.connection import LoggedQuery
 from pgvector import Vector
 
 from engine.db import Pool, create_pool
@@ -22,7 +24,7 @@ from engine.lifecycle.access import AccessBuffer
 from engine.lifecycle.supersession import Supersession, supersede
 from engine.recall.candidates import fetch_rows
 from engine.recall.config import RecallConfig
-from engine.recall.filters import filter_args
+from engine.recall.filters import filter_args, visible_states
 from engine.recall.graph import GraphWalk, graph_work
 from engine.recall.graph_cache import ChangePruner, GraphCache, graph_cache_for
 from engine.recall.graph_memory import BankGraph
@@ -36,8 +38,17 @@ from engine.recall.temporal import (
     exact_window_sql,
     pooled_temporal_arm,
     temporal_arm,
+    window_count_sql,
+    window_sql,
 )
-from engine.recall.types import ArmResult, Budget, FloatVector, RecallRequest, TimeWindow
+from engine.recall.types import (
+    FACT_TYPES,
+    ArmResult,
+    Budget,
+    FloatVector,
+    RecallRequest,
+    TimeWindow,
+)
 from engram.postgres import EmbeddedPostgres
 from recall.recall_support import BASE, Banks
 
@@ -335,7 +346,13 @@ async def test_the_cached_temporal_arm_finds_the_sql_arms_facts(
                         knobs = _Knobs(limit=10, ef_search=40, spread_seeds=5, fanout=12)
                         async with recall_pool.acquire() as conn:
                             sql = await temporal_arm(
-                                conn, request, vector, window, spread_decay=0.5, **knobs
+                                conn,
+                                request,
+                                vector,
+                                window,
+                                spread_decay=0.5,
+                                exact_facts=exact_facts,
+                                **knobs,
                             )
                         mem = await pooled_temporal_arm(
                             pool,
@@ -426,6 +443,85 @@ async def test_a_long_window_holding_few_facts_is_ranked_exactly_in_memory(
                 )
     assert compared > 20
     await cache.close()
+
+
+async def test_a_long_window_holding_few_facts_is_ranked_exactly_through_sql(
+    recall_pool: Pool, embedder: Embedder, banks: Banks
+) -> None:
+    """The same through SQL (a bank not held, or changed since it was read): the window's
+    units are counted first, up to one more than EXACT_SQL_FACTS, and when there are no more
+    the exact statement ranks them; no HNSW statement is sent."""
+    knobs = _Knobs(limit=10, ef_search=40, spread_seeds=5, fanout=12)
+    compared = 0
+    sent: list[str] = []
+
+    def log(record: LoggedQuery) -> None:
+        sent.append(record.query)
+
+    for bank in (banks.window, banks.main, banks.depth):
+        async with recall_pool.acquire() as conn:
+            row = await conn.fetchrow(
+                "SELECT min(coalesce(occurred_start, mentioned_at)), count(*) FROM memory_units"
+                " WHERE bank_id = $1",
+                bank,
+            )
+            assert row is not None
+            first, units = row
+            window = TimeWindow(first - timedelta(days=300), first + timedelta(days=65))
+            assert window.end - window.start > EXACT_WINDOW
+            # The count: every unit the window holds, whatever its state or type (an upper
+            # bound of what a recall may see), capped at its last argument.
+            request = RecallRequest(
+                bank, "", types=FACT_TYPES, include_superseded=True, include_archived=True
+            )
+            inside = await conn.fetch(
+                exact_window_sql(request.tags_match, visible_states(request)),
+                *filter_args(request),
+                Vector(embed_query(embedder, "anything").vector),
+                window.start,
+                window.end,
+                units,
+            )
+            count = window_count_sql()
+            assert await conn.fetchval(count, bank, window.start, window.end, units) == len(inside)
+            assert len(inside) > 1
+            assert await conn.fetchval(count, bank, window.start, window.end, 1) == 1
+            conn.add_query_logger(log)
+            for query in QUERIES:
+                request = RecallRequest(bank, query)
+                vector = embed_query(embedder, query).vector
+                await asyncio.sleep(0)  # earlier statements logged before the clear
+                sent.clear()
+                sql = await temporal_arm(conn, request, vector, window, spread_decay=0.0, **knobs)
+                await asyncio.sleep(0)  # asyncpg calls a query logger soon after the query
+                assert sent == [count, exact_window_sql(request.tags_match)], (bank, query)
+                exact = await conn.fetch(
+                    exact_window_sql(request.tags_match),
+                    *filter_args(request),
+                    Vector(vector),
+                    window.start,
+                    window.end,
+                    knobs["limit"],
+                )
+                assert _ids(sql) == [r["id"] for r in exact], (bank, query)
+                compared += len(exact)
+                # over the bound (here: fewer units than the window holds), HNSW
+                await asyncio.sleep(0)  # earlier statements logged before the clear
+                sent.clear()
+                await temporal_arm(
+                    conn,
+                    request,
+                    vector,
+                    window,
+                    spread_decay=0.0,
+                    exact_facts=len(inside) - 1,
+                    **knobs,
+                )
+                await asyncio.sleep(0)
+                assert window_sql(request.tags_match) in sent
+                assert exact_window_sql(request.tags_match) not in sent
+            conn.remove_query_logger(log)
+    assert compared > 20
 
 
 async def _closed_pool(postgres: EmbeddedPostgres, name: str) -> Pool:
