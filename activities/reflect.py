@@ -128,11 +128,15 @@ class ReflectActivities:
         models = (
             await self._search.mental_models(scope, query) if request.include_mental_models else []
         )
-        return EvidenceSet(
+        found = EvidenceSet(
             mental_models=models,
             observations=await self._search.observations(scope, query),
             facts=await self._search.facts(scope, query),
         )
+        if found.all():
+            return found
+        # A broad question ("What do you know about me?") is near no fact: show the latest.
+        return EvidenceSet(facts=await self._search.latest(scope), latest=True)
 
     @activity.defn
     async def structure_reflect_answer(self, request: StructureRequest) -> Structured:

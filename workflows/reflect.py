@@ -279,7 +279,7 @@ class ReflectWorkflow:
         self._stage = "done"
         return ReflectOutput(
             text=no_model_answer(
-                request.query, found.mental_models, found.observations, found.facts
+                request.query, found.mental_models, found.observations, found.facts, found.latest
             ),
             based_on=found.all(),
             directives=[d.content for d in context.directives],

@@ -81,16 +81,20 @@ def no_model_answer(
     mental_models: Sequence[Evidence],
     observations: Sequence[Evidence],
     facts: Sequence[Evidence],
+    latest: bool = False,
 ) -> str:
-    """The no-model text: says so, then lists the evidence from the most distilled down."""
+    """The no-model text: says so, then lists the evidence from the most distilled down;
+    `latest`: the question matched nothing, and `facts` are the bank's latest."""
     parts = [f'{NO_MODEL} "{query}".']
     sections = (
         ("Mental models", mental_models),
         ("Observations", observations),
-        ("Facts", facts),
+        ("Latest facts" if latest else "Facts", facts),
     )
-    if not any(items for _, items in sections):
+    if latest or not any(items for _, items in sections):
         parts.append("Nothing in this bank matches the question.")
+    if latest and facts:
+        parts.append("These are the bank's latest facts instead.")
     for title, items in sections:
         if items:
             parts.append(f"## {title}\n" + "\n".join(_line(item) for item in items))

@@ -28,6 +28,8 @@ MENTAL_MODELS_LIMIT = 5
 # What one expand call returns at most; a longer document is cut and says so.
 EXPAND_MAX_CHARS = 8000
 RAW_FACT_TYPES: tuple[FactType, ...] = ("world", "experience")
+# Facts shown by a no-model reflect whose question matches nothing.
+LATEST_LIMIT = 10
 
 
 @dataclass(frozen=True)
@@ -74,6 +76,21 @@ WHERE m.bank_id = $1 AND m.id = $2
 """
 
 
+def _latest_sql(tags_match: TagsMatch) -> str:
+    """A bank's latest current facts of types $2 by when they happened (or were told), none
+    told after $3; $4 tags, $5 rows."""
+    return f"""
+SELECT m.id::text AS id, m.fact_type, m.text, m.context, m.occurred_start, m.occurred_end,
+       m.mentioned_at, m.document_id, m.chunk_id, m.tags, m.metadata
+FROM memory_units m
+WHERE m.bank_id = $1 AND m.fact_type = ANY($2::text[]) AND m.state = 'active'
+  AND m.valid_to IS NULL AND (m.mentioned_at IS NULL OR m.mentioned_at <= $3)
+  AND {tags_clause("m.tags", "$4::text[]", tags_match)}
+ORDER BY coalesce(m.occurred_start, m.mentioned_at) DESC NULLS LAST, m.created_at DESC, m.id
+LIMIT $5
+"""
+
+
 class ReflectSearch:
     def __init__(self, pool: Pool, embedder: Embedder, cpu: Executor, recall: RecallEngine):
         self._pool = pool
@@ -115,6 +132,40 @@ class ReflectSearch:
         if not types:
             return []
         return await self._memories(scope, query, types)
+
+    async def latest(self, scope: Scope, limit: int = LATEST_LIMIT) -> list[Evidence]:
+        """The bank's latest facts in the scope, whatever the question: what a question that
+        matches nothing is shown instead."""
+        types = [t for t in RAW_FACT_TYPES if not scope.fact_types or t in scope.fact_types]
+        if not types:
+            return []
+        async with self._pool.acquire() as conn:
+            rows = await conn.fetch(
+                _latest_sql(scope.tags_match),
+                scope.bank_id,
+                types,
+                scope.now,
+                list(scope.tags),
+                limit,
+            )
+        return [
+            Evidence(
+                id=r["id"],
+                kind=r["fact_type"],
+                text=r["text"],
+                occurred_start=r["occurred_start"],
+                occurred_end=r["occurred_end"],
+                context=r["context"],
+                mentioned_at=r["mentioned_at"],
+                document_id=r["document_id"],
+                chunk_id=r["chunk_id"],
+                tags=list(r["tags"]),
+                metadata={
+                    str(k): v if isinstance(v, str) else str(v) for k, v in r["metadata"].items()
+                },
+            )
+            for r in rows
+        ]
 
     async def _memories(
         self, scope: Scope, query: str, types: Sequence[FactType]

@@ -98,6 +98,8 @@ class EvidenceSet:
     mental_models: list[Evidence] = field(default_factory=list)
     observations: list[Evidence] = field(default_factory=list)
     facts: list[Evidence] = field(default_factory=list)
+    # The question matched nothing: `facts` are the bank's latest instead.
+    latest: bool = False
 
     def all(self) -> list[Evidence]:
         return [*self.mental_models, *self.observations, *self.facts]

@@ -60,6 +60,45 @@ async def test_without_a_model_structured_output_reports_why_and_trace_is_empty(
     assert answer["trace"]["tool_calls"] == [] and answer["trace"]["llm_calls"] == []
 
 
+async def test_without_a_model_a_question_matching_nothing_lists_the_latest_facts(
+    api: httpx.AsyncClient, bank_id: str
+) -> None:
+    """A broad question ("What do you know about me?") is near no fact, so recall finds
+    nothing; the answer shows the bank's latest facts in the request's scope instead of
+    nothing at all, latest first."""
+    await configure(api, bank_id, enable_observations=False)
+    older = await retain(
+        api, bank_id, [said("Alice", "I moved to Lisbon in March.", "2024-04-02", "move")]
+    )
+    newer = await retain(
+        api, bank_id, [said("Alice", "I adopted a cat named Miso.", "2024-06-10", "cat")]
+    )
+    tagged = {**said("Alice", "I started learning the cello.", "2024-07-01", "cello")}
+    [other] = await retain(api, bank_id, [{**tagged, "tags": ["music"]}])
+    query = "What do you know about me?"
+    recalled = await api.post(f"{BASE}/{bank_id}/memories/recall", json={"query": query})
+    assert recalled.json()["results"] == []  # the premise: recall finds nothing
+
+    answer = await reflect(api, bank_id, query=query, include={"facts": {}})
+    text = answer["text"]
+    assert "Nothing in this bank matches the question." in text
+    assert "latest facts instead" in text
+    shown = [m["id"] for m in answer["based_on"]["memories"]]
+    assert shown == [other, *newer, *older]
+    assert all(f"[{fact}]" in text for fact in shown)
+    assert text.index(f"[{other}]") < text.index(f"[{newer[0]}]") < text.index(f"[{older[0]}]")
+
+    # the request's scope holds: its tags
+    scoped = await reflect(
+        api, bank_id, query=query, tags=["pets"], tags_match="any_strict", include={"facts": {}}
+    )
+    assert "based_on" not in scoped or scoped["based_on"]["memories"] == []
+    music = await reflect(
+        api, bank_id, query=query, tags=["music"], tags_match="any_strict", include={"facts": {}}
+    )
+    assert [m["id"] for m in music["based_on"]["memories"]] == [other]
+
+
 async def test_a_missing_bank_is_404(api: httpx.AsyncClient, bank_id: str) -> None:
     response = await api.post(f"{BASE}/{bank_id}/reflect", json={"query": "anything"})
     assert response.status_code == 404, response.text
