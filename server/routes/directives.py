@@ -34,6 +34,7 @@ from server.http import (
     parse_body,
     path_param,
     services_of,
+    texts_param,
 )
 from server.openapi import ApiRoute
 from server.queries import Limit, Offset
@@ -111,7 +112,7 @@ async def create(request: Request) -> Response:
 
 async def list_all(request: Request) -> Response:
     bank_id = path_param(request, "bank_id")
-    tags = request.query_params.getlist("tags")
+    tags = texts_param(request, "tags")
     tags_match = cast(TagsMatch, choice_param(request, "tags_match", TAGS_MATCH) or "any")
     active_only = bool_param(request, "active_only", False)
     limit = int_param(request, "limit", 100, low=1)

@@ -13,7 +13,16 @@ from engine.errors import InvalidInput
 from engine.store.banks import get_bank
 from engine.store.graph import entity_graph, memory_graph
 from engine.store.memories import Memory, MemoryFilter, TagsMatch
-from server.http import choice_param, int_param, iso, json_response, path_param, services_of
+from server.http import (
+    choice_param,
+    int_param,
+    iso,
+    json_response,
+    path_param,
+    services_of,
+    text_param,
+    texts_param,
+)
 from server.routes.memories import FACT_TYPES, TAG_MODES, memory_item
 
 MAX_GRAPH = 5000
@@ -43,9 +52,9 @@ async def memory_graph_route(request: Request) -> Response:
     tags_match: TagsMatch = choice_param(request, "tags_match", TAG_MODES) or "all_strict"  # type: ignore[assignment]
     where = MemoryFilter(
         fact_type=choice_param(request, "type", FACT_TYPES),
-        document_id=request.query_params.get("document_id") or None,
-        text=request.query_params.get("q") or None,
-        tags=request.query_params.getlist("tags"),
+        document_id=text_param(request, "document_id"),
+        text=text_param(request, "q"),
+        tags=texts_param(request, "tags"),
         tags_match=tags_match,
     )
     async with services_of(request).pool.acquire() as conn:

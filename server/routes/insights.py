@@ -22,6 +22,7 @@ from server.http import (
     parse_body,
     path_param,
     services_of,
+    text_param,
 )
 from server.openapi import ApiRoute
 from server.queries import Limit, Offset
@@ -86,7 +87,7 @@ async def tags(request: Request) -> Response:
     source = choice_param(request, "source", ("memories", "mental_models")) or "memories"
     limit = int_param(request, "limit", 100)
     offset = int_param(request, "offset", 0, high=10**9)
-    pattern = request.query_params.get("q") or None
+    pattern = text_param(request, "q")
     async with services_of(request).pool.acquire() as conn:
         await get_bank(conn, bank_id)
         items, total = await list_tags(
