@@ -35,6 +35,11 @@ from engine.errors import (
 
 log = logging.getLogger("engram.server")
 
+# An answer quotes at most this much of what it refuses: a 2 MB value in a date field, or a
+# list of 100,000 wrong items, must not come back as a 2 MB or 20 MB error.
+MAX_DETAIL_CHARS = 2_000
+MAX_ERRORS = 20
+
 
 class ErrorResponse(JSONResponse):
     """ASCII-only JSON, so an error can always be encoded whatever text it quotes."""
@@ -50,11 +55,18 @@ def error_body(
     headers: Mapping[str, str] | None = None,
     **extra: object,
 ) -> ErrorResponse:
-    body: dict[str, object] = {"detail": detail}
+    body: dict[str, object] = {"detail": clipped(detail)}
     if field is not None:
         body["field"] = field
     body.update(extra)
     return ErrorResponse(body, status_code=status, headers=headers)
+
+
+def clipped(text: str, most: int = MAX_DETAIL_CHARS) -> str:
+    """`text`, or its start and how much was cut when it is longer than `most`."""
+    if len(text) <= most:
+        return text
+    return f"{text[:most]}… ({len(text) - most:,} more characters cut)"
 
 
 def internal_error(method: str, path: str, exc: BaseException) -> ErrorResponse:
@@ -103,13 +115,15 @@ async def validation_error(request: Request, exc: Exception) -> Response:
         {
             "loc": [str(part) for part in err["loc"]],
             "field": ".".join(str(part) for part in err["loc"]) or "body",
-            "msg": _message(err),
+            "msg": clipped(_message(err), 200),
             "type": err["type"],
         }
-        for err in exc.errors(include_url=False, include_input=False)
+        for err in exc.errors(include_url=False, include_input=False)[:MAX_ERRORS]
     ]
     first = errors[0]["field"] if errors else "body"
     detail = "; ".join(f"{e['field']}: {e['msg']}" for e in errors)
+    if exc.error_count() > MAX_ERRORS:
+        detail += f"; and {exc.error_count() - MAX_ERRORS:,} more errors"
     return error_body(422, detail, str(first), errors=errors)
 
 

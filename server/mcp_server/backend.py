@@ -32,10 +32,20 @@ class Backend:
         params: dict[str, Any] | None = None,
     ) -> Any:
         query = {k: v for k, v in (params or {}).items() if v is not None}
-        response = await self.client.request(method, path, json=body, params=query)
+        try:
+            response = await self.client.request(method, path, json=body, params=query)
+        except httpx.InvalidURL as exc:
+            raise ToolFailure(f"an argument is too long for the request ({exc})") from exc
+        except httpx.TransportError as exc:  # `engram mcp` on stdio: the API is away
+            raise ToolFailure(f"the Engram API did not answer: {exc!r}") from exc
         if response.status_code >= 400:
             raise ToolFailure(failure_message(response))
-        return response.json()
+        try:
+            return response.json()
+        except ValueError as exc:
+            raise ToolFailure(
+                f"HTTP {response.status_code} from {method} {path} is not JSON"
+            ) from exc
 
 
 def failure_message(response: httpx.Response) -> str:

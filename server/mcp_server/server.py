@@ -19,6 +19,8 @@ from pydantic import ValidationError
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from engine.limits import MAX_BANK_ID_CHARS
+from server.errors import MAX_ERRORS, clipped
 from server.mcp_server.backend import Backend, ToolFailure
 from server.mcp_server.tools import TOOLS, TOOLS_BY_NAME
 from server.mcp_server.tools.spec import Scope as ToolScope
@@ -126,16 +128,20 @@ def build_server(
         bank = bank_id if bank_id is not None else arguments.pop("bank_id", None)
         if not tool.takes_bank:
             bank = "*"
-        elif not isinstance(bank, str) or not bank:
+        elif not isinstance(bank, str) or not bank.strip():
             return text_result("bank_id is required (the memory bank to use)", error=True)
+        elif len(bank) > MAX_BANK_ID_CHARS:
+            return text_result(f"bank_id is longer than {MAX_BANK_ID_CHARS} characters", error=True)
         try:
             args = tool.args.model_validate(arguments)
         except ValidationError as exc:
             problems = "; ".join(
                 f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}"
-                for e in exc.errors()
+                for e in exc.errors(include_url=False, include_input=False)[:MAX_ERRORS]
             )
-            return text_result(f"invalid arguments: {problems}", error=True)
+            if exc.error_count() > MAX_ERRORS:
+                problems += f"; and {exc.error_count() - MAX_ERRORS:,} more"
+            return text_result(f"invalid arguments: {clipped(problems)}", error=True)
         try:
             authorize(caller, bank, tool.scope)
             if tool.takes_bank and tool.name != "create_bank":
@@ -146,7 +152,7 @@ def build_server(
                     )
             return text_result(await tool.run(api, bank, args))
         except ToolFailure as exc:
-            return text_result(str(exc), error=True)
+            return text_result(clipped(str(exc)), error=True)
 
     return Server(
         "engram",

@@ -172,6 +172,25 @@ async def test_nul_in_any_query_parameter_of_any_operation_is_never_a_500(
     assert tried > 50
 
 
+async def test_an_error_quotes_little_of_a_huge_input(
+    plain_api: httpx.AsyncClient, bank_id: str
+) -> None:
+    """A 100,000-item list of wrong values or a 100,000-character date is refused with an
+    answer of a few kilobytes, not one that quotes (or lists an error for) all of it."""
+    await make_bank(plain_api, bank_id)
+    recall = f"{BASE}/{bank_id}/memories/recall"
+    response = await send(
+        plain_api, "POST", recall, raw_json({"query": "x", "types": ["t"] * 10**5})
+    )
+    assert (response.status_code, response.json()["field"]) == (422, "types.0")
+    assert len(response.content) < 10_000
+    assert response.json()["detail"].endswith("; and 99,980 more errors")
+    when = {"query": "x", "query_timestamp": "y" * 10**5}
+    response = await send(plain_api, "POST", recall, raw_json(when))
+    assert response.json()["field"] == "query_timestamp"
+    assert len(response.content) < 10_000 and "characters cut" in response.json()["detail"]
+
+
 async def test_row5_an_invalid_uuid_filter_is_a_422(
     plain_api: httpx.AsyncClient, bank_id: str
 ) -> None:

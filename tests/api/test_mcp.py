@@ -209,6 +209,54 @@ async def test_every_tool_on_the_single_bank_endpoint(url: str, bank_id: str) ->
         assert "disabled" in await failed(client, "list_memories", {"bank_id": bank_id})
 
 
+# Each argument of each tool in turn takes each of these: wrong types, blanks, a NUL, a value
+# far over any limit, nesting.
+HOSTILE: tuple[Any, ...] = (
+    None,
+    10**20,
+    -1,
+    "",
+    "   ",
+    "a\x00b",
+    "y" * 100_000,
+    ["a", 1, None],
+    {"a": {"b": [1]}},
+    True,
+)
+
+
+def plausible(schema: dict[str, Any]) -> Any:
+    """A value of the property's type, to fill the required arguments not under test."""
+    kinds = [s.get("type") for s in schema.get("anyOf", [schema])]
+    if "enum" in schema:
+        return schema["enum"][0]
+    return {"integer": 1, "boolean": False, "array": [], "object": {}}.get(str(kinds[0]), "x")
+
+
+async def test_hostile_arguments_to_every_tool_are_short_tool_errors(
+    url: str, bank_id: str
+) -> None:
+    """Every tool on the single-bank endpoint, each argument in turn given each HOSTILE value:
+    the call answers, with a result or a tool error of a few kilobytes at most, never a
+    protocol error (the client raises) or an internal one. Generic over the tools listed, so
+    a tool added later is covered."""
+    await local_bank(url, bank_id)
+    tried = 0
+    async with Client(f"{url}/mcp/{bank_id}/") as client:
+        await call(client, "sync_retain", {"content": "Bo: I play the cello.", "document_id": "d1"})
+        for tool in (await client.list_tools()).tools:
+            properties = tool.input_schema.get("properties", {})
+            required = {n: plausible(properties[n]) for n in tool.input_schema.get("required", [])}
+            for name in properties:
+                for value in HOSTILE:
+                    result = await client.call_tool(tool.name, {**required, name: value})
+                    said = text(result)
+                    assert "internal error" not in said, (tool.name, name, value, said)
+                    assert not result.is_error or len(said) < 5_000, (tool.name, name, len(said))
+                    tried += 1
+    assert tried > 500
+
+
 async def test_update_memory_resolves_entities_or_takes_them_literally(
     url: str, bank_id: str
 ) -> None:

@@ -6,7 +6,7 @@ from pydantic import Field
 
 from server.mcp_server import format as fmt
 from server.mcp_server.backend import Backend, segment
-from server.mcp_server.tools.spec import Args, NoArgs, ToolSpec, bank_path, tool
+from server.mcp_server.tools.spec import Args, Id, NoArgs, ToolSpec, bank_path, tool
 
 
 class CreateDirectiveArgs(Args):
@@ -17,7 +17,7 @@ class CreateDirectiveArgs(Args):
 
 
 class DirectiveArgs(Args):
-    directive_id: str
+    directive_id: Id
 
 
 async def list_directives(api: Backend, bank: str, args: NoArgs) -> str:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from server.mcp_server import format as fmt
 from server.mcp_server.backend import Backend, segment
-from server.mcp_server.tools.spec import Args, PageArgs, ToolSpec, bank_path, tool
+from server.mcp_server.tools.spec import Args, Id, PageArgs, ToolSpec, bank_path, tool
 
 
 class DocumentArgs(Args):
-    document_id: str
+    document_id: Id
 
 
 async def list_documents(api: Backend, bank: str, args: PageArgs) -> str:

@@ -9,23 +9,23 @@ from pydantic import Field
 from engine.types import FactType
 from server.mcp_server import format as fmt
 from server.mcp_server.backend import Backend, segment
-from server.mcp_server.tools.spec import Args, Limit, ToolSpec, bank_path, tool
+from server.mcp_server.tools.spec import Args, Id, Limit, QueryText, ToolSpec, bank_path, tool
 
 
 class ListMemoriesArgs(Args):
     type: FactType | None = None
-    q: str | None = Field(None, description="Only memories whose text contains this")
-    document_id: str | None = None
+    q: QueryText | None = Field(None, description="Only memories whose text contains this")
+    document_id: Id | None = None
     limit: Limit = 20
     offset: Annotated[int, Field(ge=0)] = 0
 
 
 class MemoryArgs(Args):
-    memory_id: str
+    memory_id: Id
 
 
 class UpdateMemoryArgs(Args):
-    memory_id: str
+    memory_id: Id
     text: str | None = Field(None, description="The corrected statement")
     tags: list[str] | None = None
     occurred_start: str | None = Field(None, description="ISO-8601 date or datetime")
@@ -45,15 +45,15 @@ class UpdateMemoryArgs(Args):
 
 
 class InvalidateMemoryArgs(Args):
-    memory_id: str
+    memory_id: Id
     reason: str | None = Field(None, description="Why it is no longer true")
 
 
 class ForgetArgs(Args):
-    memory_ids: list[str] | None = Field(None, description="Exact memories to erase")
+    memory_ids: list[Id] | None = Field(None, description="Exact memories to erase")
     entity: str | None = Field(None, description="Erase every memory naming this entity")
     tags: list[str] | None = None
-    document_id: str | None = None
+    document_id: Id | None = None
     text: str | None = Field(None, description="Erase memories containing this text")
     start_date: str | None = Field(None, description="ISO-8601; with end_date, a date range")
     end_date: str | None = None

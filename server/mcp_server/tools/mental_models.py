@@ -8,23 +8,23 @@ from pydantic import Field
 
 from server.mcp_server import format as fmt
 from server.mcp_server.backend import Backend, segment
-from server.mcp_server.tools.spec import Args, NoArgs, ToolSpec, bank_path, tool
+from server.mcp_server.tools.spec import Args, Id, NoArgs, ToolSpec, bank_path, tool
 
 
 class MentalModelArgs(Args):
-    mental_model_id: str
+    mental_model_id: Id
 
 
 class CreateMentalModelArgs(Args):
     name: str
     source_query: str = Field(description="The question the model's content answers")
-    mental_model_id: str | None = Field(None, description="lowercase letters, digits, hyphens")
+    mental_model_id: Id | None = Field(None, description="lowercase letters, digits, hyphens")
     tags: list[str] | None = None
     max_tokens: Annotated[int, Field(ge=256, le=8192)] | None = None
 
 
 class UpdateMentalModelArgs(Args):
-    mental_model_id: str
+    mental_model_id: Id
     name: str | None = None
     source_query: str | None = None
     tags: list[str] | None = None

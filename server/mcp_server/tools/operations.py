@@ -8,7 +8,7 @@ from pydantic import Field
 
 from server.mcp_server import format as fmt
 from server.mcp_server.backend import Backend, segment
-from server.mcp_server.tools.spec import Args, ToolSpec, bank_path, tool
+from server.mcp_server.tools.spec import Args, Id, ToolSpec, bank_path, tool
 
 
 class ListOperationsArgs(Args):
@@ -17,7 +17,7 @@ class ListOperationsArgs(Args):
 
 
 class OperationArgs(Args):
-    operation_id: str
+    operation_id: Id
 
 
 async def list_operations(api: Backend, bank: str, args: ListOperationsArgs) -> str:

@@ -10,11 +10,17 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from engine.limits import MAX_DOCUMENT_ID_CHARS, MAX_QUERY_CHARS
 from server.mcp_server.backend import Backend, segment
 
 Scope = Literal["read", "write", "admin"]
 Budget = Literal["low", "mid", "high"]
 Limit = Annotated[int, Field(ge=1, le=200)]
+# An id a tool puts in a request path: not blank (an empty one would name the collection,
+# not an item) and short enough for any URL; the API checks the rest.
+Id = Annotated[str, Field(min_length=1, max_length=MAX_DOCUMENT_ID_CHARS, pattern=r"\S")]
+# Text a tool sends as a query parameter.
+QueryText = Annotated[str, Field(max_length=MAX_QUERY_CHARS)]
 
 
 class Args(BaseModel):

@@ -6,11 +6,11 @@ from pydantic import Field
 
 from server.mcp_server import format as fmt
 from server.mcp_server.backend import Backend
-from server.mcp_server.tools.spec import Args, Limit, ToolSpec, bank_path, tool
+from server.mcp_server.tools.spec import Args, Limit, QueryText, ToolSpec, bank_path, tool
 
 
 class TagsArgs(Args):
-    q: str | None = Field(None, description="Wildcard filter, e.g. 'user:*'")
+    q: QueryText | None = Field(None, description="Wildcard filter, e.g. 'user:*'")
     limit: Limit = 50
 
 
