@@ -63,21 +63,34 @@ ORDER BY 1, 2
 
 
 async def record_audit(conn: Connection, entry: AuditEntry) -> None:
+    """Stores the entry; text PostgreSQL cannot hold (a NUL, a lone surrogate: what a refused
+    request may carry in its path) is kept as its escape, `\\u0000`, so the attempt is on
+    record too."""
     await conn.execute(
         INSERT_AUDIT,
         uuid.UUID(entry.id),
         entry.action,
         entry.transport,
-        entry.bank_id,
+        _storable(entry.bank_id),
         entry.key_id,
-        entry.operation_id,
+        _storable(entry.operation_id),
         entry.status,
         entry.outcome,
         entry.started_at,
         entry.ended_at,
-        entry.request,
-        entry.metadata,
+        _storable(entry.request),
+        _storable(entry.metadata),
     )
+
+
+def _storable(value: Any) -> Any:
+    if isinstance(value, str):
+        return value.replace("\x00", "\\u0000").encode("utf-8", "backslashreplace").decode()
+    if isinstance(value, dict):
+        return {_storable(k): _storable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_storable(v) for v in value]
+    return value
 
 
 def _entry(row: asyncpg.Record) -> AuditEntry:

@@ -9,6 +9,8 @@ import json
 import httpx
 import pytest
 
+from engine.db import Pool
+
 BASE = "/v1/default/banks"
 DEEP = 100_000
 JSON = {"content-type": "application/json"}
@@ -189,6 +191,27 @@ async def test_an_error_quotes_little_of_a_huge_input(
     response = await send(plain_api, "POST", recall, raw_json(when))
     assert response.json()["field"] == "query_timestamp"
     assert len(response.content) < 10_000 and "characters cut" in response.json()["detail"]
+
+
+async def test_a_refused_write_with_a_nul_in_its_path_is_audited(
+    plain_api: httpx.AsyncClient, pool: Pool, bank_id: str
+) -> None:
+    """PostgreSQL holds no NUL, in text or in JSON: the audit entry of such an attempt keeps
+    the escape instead, rather than failing to record it."""
+    await make_bank(plain_api, bank_id)
+    response = await send(plain_api, "DELETE", f"{BASE}/{bank_id}/documents/a%00b")
+    assert (response.status_code, response.json()["field"]) == (422, "document_id")
+    response = await send(plain_api, "POST", f"{BASE}/x%00y/memories", raw_json({"items": []}))
+    assert response.status_code == 422
+    async with pool.acquire() as conn:
+        paths = await conn.fetch(
+            "SELECT bank_id, request->>'path' AS path, status FROM audit_logs"
+            " WHERE bank_id = ANY($1::text[]) ORDER BY started_at",
+            [bank_id, "x\\u0000y"],
+        )
+    recorded = [(r["bank_id"], r["path"], r["status"]) for r in paths]
+    assert (bank_id, f"{BASE}/{bank_id}/documents/a\\u0000b", 422) in recorded
+    assert ("x\\u0000y", f"{BASE}/x\\u0000y/memories", 422) in recorded
 
 
 async def test_row5_an_invalid_uuid_filter_is_a_422(
