@@ -57,6 +57,8 @@ MAX_DIRECTIVE_CHARS = 2_000
 # Hindsight rejects queries over 500 tokens; with recall's estimate of 4 characters a token
 # (engine/recall/budget.py) that is 2,000 characters.
 MAX_QUERY_CHARS = 2_000
+# A report's questions: each runs a reflect of its own at every refresh.
+MAX_REPORT_QUESTIONS = 50
 MAX_RECALL_TOKENS = 1_000_000
 
 # --- any JSON body ----------------------------------------------------------------------

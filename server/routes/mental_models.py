@@ -17,7 +17,7 @@ from starlette.routing import Route
 
 from activities.schedules import drop_schedule
 from engine.errors import InvalidInput
-from engine.limits import MAX_NAME_CHARS, MAX_RECALL_TOKENS
+from engine.limits import MAX_NAME_CHARS, MAX_QUERY_CHARS, MAX_RECALL_TOKENS, MAX_REPORT_QUESTIONS
 from engine.mental_models.payloads import Kind
 from engine.mental_models.store import (
     MentalModel,
@@ -55,6 +55,7 @@ from server.mental_model_preview import dry_run_refresh
 from server.mental_models import submit_refresh, sync_schedule
 from server.openapi import ApiRoute
 from server.schemas import Request as Body
+from server.schemas import Tags
 
 Model = TypeVar("Model", bound=BaseModel)
 DETAILS = ("metadata", "content", "full")
@@ -88,26 +89,30 @@ class TriggerIn(Body):
 
 
 Name = Annotated[str, Field(max_length=MAX_NAME_CHARS)]
+# A question is a reflect query, with reflect's limit (a refresh passes it to reflect's
+# workflow, whose payloads Temporal caps at 2 MB).
+Question = Annotated[str, Field(max_length=MAX_QUERY_CHARS)]
+Questions = Annotated[list[Question], Field(max_length=MAX_REPORT_QUESTIONS)]
 
 
 class CreateIn(Body):
     id: str | None = None
     name: Name
-    source_query: str | None = None
-    tags: list[str] | None = None
+    source_query: Question | None = None
+    tags: Tags | None = None
     max_tokens: int | None = None
     trigger: TriggerIn | None = None
     kind: Literal["model", "report"] | None = None
-    questions: list[str] | None = None
+    questions: Questions | None = None
 
 
 class UpdateIn(Body):
     name: Name | None = None
-    source_query: str | None = None
+    source_query: Question | None = None
     max_tokens: int | None = None
-    tags: list[str] | None = None
+    tags: Tags | None = None
     trigger: TriggerIn | None = None
-    questions: list[str] | None = None
+    questions: Questions | None = None
 
 
 class RefreshIn(Body):

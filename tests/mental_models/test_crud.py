@@ -90,6 +90,13 @@ async def test_a_duplicate_id_is_a_conflict(api: httpx.AsyncClient, bank_id: str
         ({"source_query": "Q"}, "name"),
         ({"name": "N", "source_query": "Q", "questions": ["a"]}, "questions"),
         ({"name": "N", "kind": "report", "questions": []}, "questions"),
+        # A question is a reflect query: no longer than one (a 2,000,000-character one left
+        # its refresh failing forever on Temporal's 2 MB payload limit).
+        ({"name": "N", "source_query": "Q" * 2001}, "source_query"),
+        ({"name": "N", "kind": "report", "questions": ["Q" * 2001]}, "questions.0"),
+        ({"name": "N", "kind": "report", "questions": ["Q"] * 51}, "questions"),
+        ({"name": "N", "source_query": "Q", "tags": ["t"] * 101}, "tags"),
+        ({"name": "N", "source_query": "Q", "tags": ["t" * 201]}, "tags.0"),
     ],
 )
 async def test_bad_input_is_a_400_naming_the_field(
