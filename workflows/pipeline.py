@@ -80,21 +80,36 @@ def batches_of(
     return batches
 
 
-def extraction_slices(planned: list[PlannedDocument], size: int) -> list[list[ChunkSlice]]:
-    """The batch's new chunks, in document order, cut into calls of at most `size` chunks."""
+def extraction_slices(
+    planned: list[PlannedDocument], size: int, chars: int | None = None
+) -> list[list[ChunkSlice]]:
+    """The batch's new chunks, in document order, cut into calls of at most `size` chunks
+    and, given `chars`, about that many characters (a document's chunks taken as equally
+    long; a call has at least one chunk): the fact ids a call returns must stay well under
+    Temporal's 2 MB payload limit however many short sentences a long text holds."""
     calls: list[list[ChunkSlice]] = []
     current: list[ChunkSlice] = []
-    room = size
+    room, room_chars = size, chars
     for document in planned:
+        each = -(-document.chars // document.new_chunks) if document.new_chunks else 0
         start = 0
         while start < document.new_chunks:
-            stop = min(document.new_chunks, start + room)
+            fit = room
+            if room_chars is not None and each > 0:
+                fit = min(fit, max(room_chars // each, 1 if room == size else 0))
+            if fit == 0:  # the call is full by characters: start the next
+                calls.append(current)
+                current, room, room_chars = [], size, chars
+                continue
+            stop = min(document.new_chunks, start + fit)
             current.append(ChunkSlice(document.seq, start, stop))
             room -= stop - start
+            if room_chars is not None:
+                room_chars -= (stop - start) * each
             start = stop
-            if room == 0:
+            if room == 0 or (room_chars is not None and room_chars <= 0):
                 calls.append(current)
-                current, room = [], size
+                current, room, room_chars = [], size, chars
     if current:
         calls.append(current)
     return calls
@@ -213,7 +228,7 @@ class DocumentBatchWorkflow:
         stored: UpsertBatchResult = await workflow.execute_activity_method(
             PipelineActivities.upsert_documents,
             UpsertBatch(job.bank_id, job.operation_id, job.source, planned),
-            **options(policies.DATABASE),
+            **options(policies.UPSERT),
         )
         await signal_released(stored.waiters)
         if (
@@ -251,7 +266,8 @@ class DocumentBatchWorkflow:
         size = policies.EXTRACT_BATCH
         if job.options.extraction_mode != "llm" and workflow.patched("local-extract-batch"):
             size = policies.LOCAL_EXTRACT_BATCH
-        calls = extraction_slices(planned, size)
+        chars = policies.EXTRACT_CHARS if workflow.patched("extract-chars") else None
+        calls = extraction_slices(planned, size, chars)
         staged = await asyncio.gather(
             *(
                 workflow.execute_activity_method(
@@ -273,7 +289,21 @@ class DocumentBatchWorkflow:
     async def _each(
         self, fact_ids: list[str], size: int, call: Callable[[list[str]], Awaitable[object]]
     ) -> None:
-        await asyncio.gather(*(call(fact_ids[s : s + size]) for s in range(0, len(fact_ids), size)))
+        """`call` on the ids in batches of `size`, at most FACT_CALLS at a time: the commands
+        one workflow task sends must stay under Temporal's 4 MB message limit (108 batches of
+        1,024 ids at once, a 1,000,000-character text's, were 4.3 MB, and Temporal terminated
+        the workflow)."""
+        batches = [fact_ids[s : s + size] for s in range(0, len(fact_ids), size)]
+        if not workflow.patched("fact-calls"):
+            await asyncio.gather(*(call(batch) for batch in batches))
+            return
+        running = asyncio.Semaphore(policies.FACT_CALLS)
+
+        async def bounded(batch: list[str]) -> object:
+            async with running:
+                return await call(batch)
+
+        await asyncio.gather(*(bounded(batch) for batch in batches))
 
     async def _report(self, job: BatchJob, permille: int) -> None:
         """Progress inside a batch, for parents that show it (the import)."""

@@ -47,6 +47,11 @@ _FAST_RETRY = RetryPolicy(
 
 # Database steps are short; a retry covers a dropped connection or a deadlock.
 DATABASE = ActivityPolicy(timedelta(minutes=2), _FAST_RETRY)
+# Storing a batch's documents is one transaction, as long as their facts make it: a
+# 990,000-character Chinese document's ~110,000 facts took longer than DATABASE's 2 minutes,
+# and every retry started over. It heartbeats, so the heartbeat, not this timeout, catches a
+# dead worker.
+UPSERT = ActivityPolicy(timedelta(minutes=30), _FAST_RETRY)
 # Extraction may call an LLM: long timeout, patient retries (rate limits, 5xx).
 EXTRACT = ActivityPolicy(
     timedelta(minutes=10),
@@ -123,6 +128,16 @@ EXTRACT_BATCH = 16
 # fail for a rate limit, so one call takes a whole batch's chunks: 16 a call still made seven
 # calls for every 100 one-message documents.
 LOCAL_EXTRACT_BATCH = 512
+# ... and at most about this many characters a call: a call returns the ids of the facts it
+# staged, ~40 bytes each, and a text of 1,000,000 characters in short sentences (Chinese:
+# ~20 characters a sentence, 3 bytes each) made ~110,000 facts, a 4.3 MB result that
+# Temporal refuses (its payload limit is 2 MB). 100,000 characters of one-word sentences
+# make ~25,000 facts, ~1 MB; 512 chat turns of ~130 characters still fit in one call.
+EXTRACT_CHARS = 100_000
+# Activity calls over a batch's fact ids (embed, resolve, link) running at once: 16 of 1,024
+# ids are ~650 kB of commands in one workflow task, a fraction of Temporal's 4 MB message
+# limit, and more than a 2-core worker runs at once anyway.
+FACT_CALLS = 16
 # The embedding step runs on a task queue of its own, next to the one named in the settings
 # (worker/main.py `Workers`): its slots are the CPU pool's threads, so calls waiting for
 # the model wait in Temporal, not in the task queue's activity slots.

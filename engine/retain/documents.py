@@ -185,16 +185,20 @@ ON CONFLICT (operation_id, seq) DO UPDATE SET plan = EXCLUDED.plan
 WHERE document_plans.result IS NULL
 """
 _PLANNED_CHUNKS = """
-SELECT seq, jsonb_array_length(plan->'new_chunks') AS chunks FROM document_plans
+SELECT seq, jsonb_array_length(plan->'new_chunks') AS chunks,
+       (SELECT coalesce(sum(length(c->>'text')), 0)
+        FROM jsonb_array_elements(plan->'new_chunks') c) AS chars
+FROM document_plans
 WHERE operation_id = $1 AND seq = ANY($2::int[])
 """
 
 
 async def save_plans(
     conn: Connection, operation_id: str, bank_id: str, plans: list[tuple[int, DocumentPlan]]
-) -> dict[int, int]:
-    """Stage the plans; returns each one's new chunks by seq. A document already stored by
-    this operation (a retried step) keeps the plan it was stored with."""
+) -> dict[int, tuple[int, int]]:
+    """Stage the plans; returns each one's new chunks and their characters by seq. A
+    document already stored by this operation (a retried step) keeps the plan it was stored
+    with."""
     data = [
         {
             "new_chunks": [chunk_json(c) for c in plan.new_chunks],
@@ -208,7 +212,7 @@ async def save_plans(
         _SAVE_PLANS, operation_id, bank_id, seqs, [p.document_id for _, p in plans], data
     )
     rows = await conn.fetch(_PLANNED_CHUNKS, operation_id, seqs)
-    return {r["seq"]: int(r["chunks"]) for r in rows}
+    return {r["seq"]: (int(r["chunks"]), int(r["chars"])) for r in rows}
 
 
 _SLICE = """

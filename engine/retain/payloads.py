@@ -117,6 +117,7 @@ class PlanRequest:
 class PlannedDocument:
     seq: int
     new_chunks: int
+    chars: int = 0  # of the new chunks, all together (0: planned before it was counted)
 
 
 @dataclass(frozen=True)

@@ -48,7 +48,7 @@ async def plan_batch(conn: Connection, request: PlanRequest) -> PlanResult:
     )
     plans = [(seq, p) for (seq, _), p in zip(valid, plan.documents, strict=True)]
     chunks = await save_plans(conn, request.operation_id, request.bank_id, plans)
-    return PlanResult([PlannedDocument(seq, chunks[seq]) for seq, _ in plans], failed)
+    return PlanResult([PlannedDocument(seq, *chunks[seq]) for seq, _ in plans], failed)
 
 
 async def upsert_batch(conn: Connection, job: UpsertBatch) -> UpsertBatchResult:

@@ -16,8 +16,10 @@ from temporalio.testing import WorkflowEnvironment
 from engine.db import Pool
 from engine.embedding import Embedder
 from engine.limits import MAX_CONTEXT_CHARS
+from engine.retain.payloads import PlannedDocument
 from engine.settings import Settings
 from server.retain import retain_workflow_id
+from workflows.pipeline import extraction_slices
 from workflows.policies import embed_queue
 
 BASE = "/v1/default/banks"
@@ -229,3 +231,40 @@ async def test_ten_thousand_items_are_staged_and_a_cancelled_retain_keeps_only_i
             "SELECT count(*) FROM retain_documents WHERE operation_id = $1", op
         )
     assert kept == 10_000
+
+
+def _calls(
+    planned: list[PlannedDocument], size: int, chars: int | None
+) -> list[list[tuple[int, int, int]]]:
+    return [
+        [(s.seq, s.start, s.stop) for s in call] for call in extraction_slices(planned, size, chars)
+    ]
+
+
+def test_extraction_calls_are_cut_by_chunks_and_by_characters() -> None:
+    """A call's fact ids come back in one Temporal payload (2 MB at most): so a call holds at
+    most `size` chunks and about `chars` characters, whatever the mix of documents; every
+    chunk is in exactly one call, in order, and a call never is empty."""
+    turns = [PlannedDocument(seq, 1, 130) for seq in range(600)]  # chat turns: by count
+    calls = _calls(turns, 512, 100_000)
+    assert [len(call) for call in calls] == [512, 88]
+    book = [PlannedDocument(0, 333, 333 * 3000)]  # one long text: by characters
+    calls = _calls(book, 512, 100_000)
+    assert [sum(stop - start for _, start, stop in call) for call in calls] == [33] * 10 + [3]
+    huge = [PlannedDocument(0, 2, 2 * 250_000), PlannedDocument(1, 1, 10)]  # over alone
+    assert _calls(huge, 512, 100_000) == [[(0, 0, 1)], [(0, 1, 2)], [(1, 0, 1)]]
+    old = [PlannedDocument(0, 333)]  # planned before characters were counted
+    assert _calls(old, 512, 100_000) == [[(0, 0, 333)]] == _calls(old, 512, None)
+    mixed = [
+        PlannedDocument(0, 3, 3 * 40_000),
+        PlannedDocument(1, 1, 50),
+        PlannedDocument(2, 0, 0),
+        PlannedDocument(3, 5, 5 * 30_000),
+    ]
+    calls = _calls(mixed, 4, 100_000)
+    assert calls == [
+        [(0, 0, 2)],
+        [(0, 2, 3), (1, 0, 1), (3, 0, 1)],
+        [(3, 1, 4)],
+        [(3, 4, 5)],
+    ]
