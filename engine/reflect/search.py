@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass
 from datetime import datetime
@@ -80,8 +80,8 @@ def _latest_sql(tags_match: TagsMatch) -> str:
     """A bank's latest current facts of types $2 by when they happened (or were told), none
     told after $3; $4 tags, $5 rows."""
     return f"""
-SELECT m.id::text AS id, m.fact_type, m.text, m.context, m.occurred_start, m.occurred_end,
-       m.mentioned_at, m.document_id, m.chunk_id, m.tags, m.metadata
+SELECT m.id::text AS id, m.fact_type AS kind, m.text, m.context, m.occurred_start,
+       m.occurred_end, m.mentioned_at, m.document_id, m.chunk_id, m.tags, m.metadata
 FROM memory_units m
 WHERE m.bank_id = $1 AND m.fact_type = ANY($2::text[]) AND m.state = 'active'
   AND m.valid_to IS NULL AND (m.mentioned_at IS NULL OR m.mentioned_at <= $3)
@@ -149,21 +149,7 @@ class ReflectSearch:
                 limit,
             )
         return [
-            Evidence(
-                id=r["id"],
-                kind=r["fact_type"],
-                text=r["text"],
-                occurred_start=r["occurred_start"],
-                occurred_end=r["occurred_end"],
-                context=r["context"],
-                mentioned_at=r["mentioned_at"],
-                document_id=r["document_id"],
-                chunk_id=r["chunk_id"],
-                tags=list(r["tags"]),
-                metadata={
-                    str(k): v if isinstance(v, str) else str(v) for k, v in r["metadata"].items()
-                },
-            )
+            Evidence(**{**r, "tags": list(r["tags"]), "metadata": _as_text(r["metadata"])})
             for r in rows
         ]
 
@@ -195,9 +181,7 @@ class ReflectSearch:
                 document_id=m.row.document_id,
                 chunk_id=m.row.chunk_id,
                 tags=list(m.row.tags),
-                metadata={
-                    str(k): v if isinstance(v, str) else str(v) for k, v in m.row.metadata.items()
-                },
+                metadata=_as_text(m.row.metadata),
             )
             for m in result.memories
         ]
@@ -223,6 +207,11 @@ class ReflectSearch:
             row["document_id"],
             row["chunk_id"],
         )
+
+
+def _as_text(metadata: Mapping[str, Any]) -> dict[str, str]:
+    """Metadata values as the API shows them: strings."""
+    return {str(k): v if isinstance(v, str) else str(v) for k, v in metadata.items()}
 
 
 def evidence_for_model(items: Sequence[Evidence]) -> list[dict[str, Any]]:

@@ -18,7 +18,7 @@ import pytest
 from asyncpg.connection import LoggedQuery
 from pgvector import Vector
 
-from engine.db import Pool, create_pool
+from engine.db import Connection, Pool, create_pool
 from engine.embedding import Embedder
 from engine.lifecycle.access import AccessBuffer
 from engine.lifecycle.supersession import Supersession, supersede
@@ -417,14 +417,7 @@ async def test_a_long_window_holding_few_facts_is_ranked_exactly_in_memory(
                 closed, (graph, cpu), request, vector, window, spread_decay=0.0, **knobs
             )
             async with recall_pool.acquire() as conn:
-                exact = await conn.fetch(
-                    exact_window_sql(request.tags_match),
-                    *filter_args(request),
-                    Vector(vector),
-                    window.start,
-                    window.end,
-                    knobs["limit"],
-                )
+                exact = await _exact_window(conn, request, vector, window, knobs["limit"])
             assert [h.unit_id for h in mem.hits] == [r["id"] for r in exact], (bank, query)
             for hit, row in zip(mem.hits, exact, strict=True):
                 assert math.isclose(hit.score, row["similarity"], abs_tol=1e-6)
@@ -495,14 +488,7 @@ async def test_a_long_window_holding_few_facts_is_ranked_exactly_through_sql(
                 sql = await temporal_arm(conn, request, vector, window, spread_decay=0.0, **knobs)
                 await asyncio.sleep(0)  # asyncpg calls a query logger soon after the query
                 assert sent == [count, exact_window_sql(request.tags_match)], (bank, query)
-                exact = await conn.fetch(
-                    exact_window_sql(request.tags_match),
-                    *filter_args(request),
-                    Vector(vector),
-                    window.start,
-                    window.end,
-                    knobs["limit"],
-                )
+                exact = await _exact_window(conn, request, vector, window, knobs["limit"])
                 assert _ids(sql) == [r["id"] for r in exact], (bank, query)
                 compared += len(exact)
                 # over the bound (here: fewer units than the window holds), HNSW
@@ -522,6 +508,24 @@ async def test_a_long_window_holding_few_facts_is_ranked_exactly_through_sql(
                 assert exact_window_sql(request.tags_match) not in sent
             conn.remove_query_logger(log)
     assert compared > 20
+
+
+async def _exact_window(
+    conn: Connection,
+    request: RecallRequest,
+    vector: FloatVector,
+    window: TimeWindow,
+    limit: int,
+) -> list[asyncpg.Record]:
+    """The exact statement's rows for the window, the answer both exact paths must give."""
+    return await conn.fetch(
+        exact_window_sql(request.tags_match),
+        *filter_args(request),
+        Vector(vector),
+        window.start,
+        window.end,
+        limit,
+    )
 
 
 async def _closed_pool(postgres: EmbeddedPostgres, name: str) -> Pool:
