@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from temporalio import activity
 
-from engine.db import Pool
+from engine.db import Pool, patient
 from engine.retain.claims import claim_documents, release_operation
 from engine.retain.documents import (
     discard_operation,
@@ -30,6 +30,7 @@ from engine.retain.payloads import (
 )
 from engine.retain.pipeline import plan_batch, upsert_batch
 from engine.store.operations import update_operation
+from workflows.policies import UPSERT
 
 
 class PipelineActivities:
@@ -64,7 +65,9 @@ class PipelineActivities:
     @activity.defn
     async def upsert_documents(self, job: UpsertBatch) -> UpsertBatchResult:
         async with self._pool.acquire() as conn:
-            return await upsert_batch(conn, job)
+            # Its statements grow with the batch's facts; the activity's own timeout (and
+            # heartbeat) bound it.
+            return await upsert_batch(patient(conn, UPSERT.start_to_close.total_seconds()), job)
 
     @activity.defn
     async def end_operation(self, end: OperationEnd) -> list[str]:

@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from importlib import resources
-from typing import TYPE_CHECKING, Final, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, TypeAlias, cast
 
 import asyncpg
 import numpy as np
@@ -107,6 +107,40 @@ async def _keep_session(conn: Connection) -> None:
     locks, nothing LISTENs — and asyncpg still rolls back an open
     transaction first. The reset was one more round trip per release: a recall takes ~8
     connections, so 8 of its ~20 statements (bench/recall_latency.py)."""
+
+
+class _Patient:
+    """A connection whose statements wait up to `timeout` seconds rather than the pool's
+    `command_timeout` (unless a call names its own); everything else is the connection's."""
+
+    def __init__(self, conn: Connection, timeout: float) -> None:
+        self._conn = conn
+        self._timeout = timeout
+
+    async def execute(self, query: str, *args: Any, **options: Any) -> str:
+        return await self._conn.execute(query, *args, **{"timeout": self._timeout, **options})
+
+    async def executemany(self, command: str, args: Any, **options: Any) -> None:
+        await self._conn.executemany(command, args, **{"timeout": self._timeout, **options})
+
+    async def fetch(self, query: str, *args: Any, **options: Any) -> Any:
+        return await self._conn.fetch(query, *args, **{"timeout": self._timeout, **options})
+
+    async def fetchrow(self, query: str, *args: Any, **options: Any) -> Any:
+        return await self._conn.fetchrow(query, *args, **{"timeout": self._timeout, **options})
+
+    async def fetchval(self, query: str, *args: Any, **options: Any) -> Any:
+        return await self._conn.fetchval(query, *args, **{"timeout": self._timeout, **options})
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._conn, name)
+
+
+def patient(conn: Connection, timeout: float) -> Connection:
+    """`conn` for a step whose statements grow with its input: the retain upsert stores a
+    batch's facts in one transaction, and inserting a long document's ~110,000 facts into the
+    HNSW index is one statement of minutes, past the pool's 60 seconds."""
+    return cast("Connection", _Patient(conn, timeout))
 
 
 async def create_pool(
