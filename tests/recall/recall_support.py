@@ -20,6 +20,13 @@ from server.app import create_app
 from server.services import Services
 
 BASE = "/v1/default/banks"
+# Questions the graph-cache and temporal-arm tests ask of every test bank.
+QUERIES = (
+    "Was Alice affected by recent issues?",
+    "What did Sam buy at the market?",
+    "Where does Ivo work?",
+    "Priya visited a museum",
+)
 NOW = "2024-06-15T12:00:00+00:00"
 # fmt: off
 DISTRACTOR_NAMES = (
