@@ -4,7 +4,7 @@ CPU of ranking them all exactly in memory (`engine/recall/temporal_memory.py`
 `window_hits`), and, for a window longer than EXACT_WINDOW, the client time of the HNSW
 statement such a window was sent to before (`engine/recall/temporal.py` `window_sql`, with
 the server's scan settings) and how many of its hits are among the exact ones; then what a
-bank searched through SQL sends for such a window: the capped count (`window_count_sql`)
+bank searched through SQL sends for such a window: the capped count (`WINDOW_COUNT_SQL`)
 and the exact statement (`exact_window_sql`), client time each. Prints one line per window
 length and size, and the path each takes now in memory (EXACT_FACTS) and through SQL
 (EXACT_SQL_FACTS).
@@ -46,9 +46,9 @@ from engine.recall.temporal import (  # noqa: E402
     EXACT_FACTS,
     EXACT_SQL_FACTS,
     EXACT_WINDOW,
+    WINDOW_COUNT_SQL,
     clamp_window,
     exact_window_sql,
-    window_count_sql,
     window_sql,
 )
 from engine.recall.temporal_memory import in_window, window_hits  # noqa: E402
@@ -100,7 +100,7 @@ async def measure(database_url: str, queries: int) -> list[Window]:
                     shared = len({r["id"] for r in rows} & {h.unit_id for h in exact})
                     began = time.perf_counter()
                     await conn.fetchval(
-                        window_count_sql(), BANK, window.start, window.end, EXACT_SQL_FACTS + 1
+                        WINDOW_COUNT_SQL, BANK, window.start, window.end, EXACT_SQL_FACTS + 1
                     )
                     count_ms = (time.perf_counter() - began) * 1000
                     began = time.perf_counter()

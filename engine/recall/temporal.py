@@ -109,11 +109,10 @@ SELECT id::text AS id, 1 - distance AS similarity FROM hits ORDER BY distance, i
 """
 
 
-def window_count_sql() -> str:
-    """How many of bank $1's units a window [$2, $3) holds, counted up to $4: the four
-    branches of `exact_window_sql` over unit_times alone, index-only, an upper bound of the
-    facts a recall may see there (states and tags are not read)."""
-    return f"""
+# How many of bank $1's units a window [$2, $3) holds, counted up to $4: the four branches of
+# `exact_window_sql` over unit_times alone, index-only, an upper bound of the facts a recall
+# may see there (states and tags are not read).
+WINDOW_COUNT_SQL: Final = f"""
 SELECT count(*) FROM (
     SELECT 1 FROM unit_times t
     WHERE t.bank_id = $1 AND t.occurred_start >= $2 AND t.occurred_start < $3
@@ -272,7 +271,7 @@ async def _window_hits(
     if window.end - window.start <= EXACT_WINDOW or (
         exact_facts > 0
         and await conn.fetchval(
-            window_count_sql(), request.bank_id, window.start, window.end, exact_facts + 1
+            WINDOW_COUNT_SQL, request.bank_id, window.start, window.end, exact_facts + 1
         )
         <= exact_facts
     ):

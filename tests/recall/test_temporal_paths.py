@@ -24,10 +24,10 @@ from engine.recall.query import embed_query
 from engine.recall.temporal import (
     EXACT_FACTS,
     EXACT_WINDOW,
+    WINDOW_COUNT_SQL,
     exact_window_sql,
     pooled_temporal_arm,
     temporal_arm,
-    window_count_sql,
     window_sql,
 )
 from engine.recall.types import FACT_TYPES, ArmResult, FloatVector, RecallRequest, TimeWindow
@@ -223,7 +223,7 @@ async def test_a_long_window_holding_few_facts_is_ranked_exactly_through_sql(
                 window.end,
                 units,
             )
-            count = window_count_sql()
+            count = WINDOW_COUNT_SQL
             assert await conn.fetchval(count, bank, window.start, window.end, units) == len(inside)
             assert len(inside) > 1
             assert await conn.fetchval(count, bank, window.start, window.end, 1) == 1
