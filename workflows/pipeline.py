@@ -87,32 +87,25 @@ def extraction_slices(
     and, given `chars`, about that many characters (a document's chunks taken as equally
     long; a call has at least one chunk): the fact ids a call returns must stay well under
     Temporal's 2 MB payload limit however many short sentences a long text holds."""
-    calls: list[list[ChunkSlice]] = []
-    current: list[ChunkSlice] = []
-    room, room_chars = size, chars
+    calls: list[list[ChunkSlice]] = [[]]
+    used = used_chars = 0
     for document in planned:
         each = -(-document.chars // document.new_chunks) if document.new_chunks else 0
         start = 0
         while start < document.new_chunks:
-            fit = room
-            if room_chars is not None and each > 0:
-                fit = min(fit, max(room_chars // each, 1 if room == size else 0))
-            if fit == 0:  # the call is full by characters: start the next
-                calls.append(current)
-                current, room, room_chars = [], size, chars
+            fit = size - used
+            if chars is not None and each:
+                fit = min(fit, (chars - used_chars) // each)
+            if fit <= 0 and used:  # the next chunk does not fit: start the next call
+                calls.append([])
+                used = used_chars = 0
                 continue
-            stop = min(document.new_chunks, start + fit)
-            current.append(ChunkSlice(document.seq, start, stop))
-            room -= stop - start
-            if room_chars is not None:
-                room_chars -= (stop - start) * each
+            stop = min(document.new_chunks, start + max(fit, 1))
+            calls[-1].append(ChunkSlice(document.seq, start, stop))
+            used += stop - start
+            used_chars += (stop - start) * each
             start = stop
-            if room == 0 or (room_chars is not None and room_chars <= 0):
-                calls.append(current)
-                current, room, room_chars = [], size, chars
-    if current:
-        calls.append(current)
-    return calls
+    return [call for call in calls if call]
 
 
 async def signal_released(waiters: list[str]) -> None:
